@@ -1,0 +1,172 @@
+-- The store's tables. Each run (one ingested trace file) writes one Parquet file per table under
+-- STORE/runs/<run_id>/<table>.parquet; the views of the same names read all runs at once.
+-- A comment block above each table and a comment above each column documents it; traceduck
+-- pushes these into DuckDB's catalog (COMMENT ON), so `traceduck schema` and any client see them.
+
+-- One row per ingested trace file: where it came from, its top-level metadata, and what ingest saw.
+CREATE TABLE runs (
+  -- Id of the run: a hash of the trace file's bytes (re-ingesting the same bytes is a no-op).
+  run_id VARCHAR,
+  -- Human name of the run (default: the file name without .json/.json.gz).
+  name VARCHAR,
+  -- Free key=value labels given at ingest (`--label job=run42`); query as labels['job'].
+  labels MAP(VARCHAR, VARCHAR),
+  -- Absolute path of the ingested file.
+  source_path VARCHAR,
+  -- Size of the ingested file in bytes, as stored on disk (compressed size for .json.gz).
+  source_bytes BIGINT,
+  -- Number of events in the trace's traceEvents array (= rows in `events` for this run).
+  event_count BIGINT,
+  -- Rank of this trace in a distributed job (distributedInfo.rank, else from the file name), or NULL.
+  rank BIGINT,
+  -- World size of the job (distributedInfo.world_size), or NULL.
+  world_size BIGINT,
+  -- baseTimeNanoseconds of the trace (0 when absent); ts_ns = base_time_ns + ts * 1000.
+  base_time_ns BIGINT,
+  -- Earliest event start in the run, ns (metadata events excluded).
+  start_ns BIGINT,
+  -- Latest event end in the run, ns (metadata events excluded).
+  end_ns BIGINT,
+  -- Layout of the file: 'object' (Kineto: {..., "traceEvents": [...]}) or 'array' (legacy top-level array).
+  trace_format VARCHAR,
+  -- schemaVersion of the trace, or NULL.
+  schema_version BIGINT,
+  -- traceName of the trace, or NULL.
+  trace_name VARCHAR,
+  -- distributedInfo of the trace as JSON text, or NULL.
+  distributed_info VARCHAR,
+  -- deviceProperties of the trace as JSON text, or NULL.
+  device_properties VARCHAR,
+  -- Every top-level key except traceEvents, in file order, as a JSON object text (for export).
+  metadata_json VARCHAR,
+  -- Position of traceEvents among the top-level keys (0-based; for export).
+  events_key_index BIGINT,
+  -- Number of pairs of events on one track that partially overlap (A.ts < B.ts < A.end < B.end).
+  overlap_count BIGINT,
+  -- Counts of recoverable oddities seen while ingesting, by kind.
+  warnings MAP(VARCHAR, BIGINT),
+  -- When the run was ingested (UTC).
+  ingested_at TIMESTAMP,
+  -- traceduck version that wrote the run.
+  tool_version VARCHAR,
+  -- Wall seconds the ingest took.
+  ingest_seconds DOUBLE
+);
+
+-- One row per event of traceEvents, in file order. Times are exact integer nanoseconds.
+CREATE TABLE events (
+  -- Run the event belongs to.
+  run_id VARCHAR,
+  -- 0-based position of the event in traceEvents.
+  event_id BIGINT,
+  -- Chrome phase (ph): X complete, i/I instant, s/f flow start/end, M metadata, C counter, B/E begin/end.
+  phase VARCHAR,
+  -- Category (cat): cpu_op, python_function, kernel, cuda_runtime, ... (NULL when absent).
+  category VARCHAR,
+  -- Event name.
+  name VARCHAR,
+  -- Process id as text (GPU events: the device). Numeric strings and numbers give the same text.
+  pid VARCHAR,
+  -- Thread id as text (GPU events: the stream).
+  tid VARCHAR,
+  -- True when pid was a JSON string, false when a number, NULL when absent or of another type.
+  pid_is_text BOOLEAN,
+  -- True when tid was a JSON string, false when a number, NULL when absent or of another type.
+  tid_is_text BOOLEAN,
+  -- Absolute start time, ns: base_time_ns + ts(us) * 1000, exact.
+  ts_ns BIGINT,
+  -- Duration, ns (NULL when the event has no dur).
+  dur_ns BIGINT,
+  -- Innermost event on the same track (pid, tid; device tracks apart) whose span contains this one.
+  parent_id BIGINT,
+  -- Nesting depth on the track (0 = top level; NULL for events not on a timeline: M, flows, counters).
+  depth INTEGER,
+  -- True for events that run on a device (kernels, memcpy, memset, GPU annotations).
+  on_device BOOLEAN,
+  -- The `External id` arg (links CPU ops, runtime calls and kernels), or NULL.
+  external_id BIGINT,
+  -- The `correlation` arg (links a runtime launch to its GPU work), or NULL.
+  correlation BIGINT,
+  -- Python call stack of the event (see `stacks`): from `Call stack`, else the enclosing python_function chain.
+  stack_id BIGINT,
+  -- The `Python id` arg of python_function events, or NULL.
+  python_id BIGINT,
+  -- The `Python parent id` arg of python_function events, or NULL.
+  python_parent_id BIGINT,
+  -- The `Sequence number` arg (links forward ops to backward nodes), or NULL.
+  seq_num BIGINT,
+  -- The `device` arg of GPU events, or NULL.
+  device BIGINT,
+  -- The `stream` arg of GPU events when numeric, or NULL.
+  stream BIGINT,
+  -- The `id` of flow events (s/f) when numeric, or NULL.
+  flow_id BIGINT,
+  -- Other top-level keys of the event (s, id, bp, ...) and values of unexpected type, as JSON text.
+  extra VARCHAR
+);
+
+-- One row per argument of every event, in the order the trace wrote them. Nothing is dropped:
+-- promoted columns of `events` (external_id, correlation, ...) are also here under their original key.
+CREATE TABLE args (
+  -- Run the event belongs to.
+  run_id VARCHAR,
+  -- Event the argument belongs to.
+  event_id BIGINT,
+  -- 0-based position of the argument within the event's args.
+  arg_index INTEGER,
+  -- Argument name as written, e.g. 'Input Dims', 'External id'.
+  key VARCHAR,
+  -- One of int, big_int (outside int64; text in string_value), real, string, bool, null, json.
+  value_type VARCHAR,
+  -- Value for int and bool (0/1) arguments.
+  int_value BIGINT,
+  -- Value for real arguments.
+  real_value DOUBLE,
+  -- Value for string arguments; JSON text for json (lists, objects); decimal text for big_int.
+  string_value VARCHAR
+);
+
+-- One row per input of every op that recorded shapes (Input Dims / Input type / Input Strides /
+-- Concrete Inputs); TensorList inputs give one row per member.
+CREATE TABLE shapes (
+  -- Run the event belongs to.
+  run_id VARCHAR,
+  -- The op event.
+  event_id BIGINT,
+  -- 0-based position of the input.
+  input_index INTEGER,
+  -- Position within a TensorList input, NULL for other inputs.
+  member_index INTEGER,
+  -- Tensor dimensions ([] for scalars and 0-dim tensors).
+  dims BIGINT[],
+  -- Kineto type name (`Input type`): c10::BFloat16, float, Scalar, TensorList, ... ('' for None).
+  dtype VARCHAR,
+  -- Tensor strides, when recorded.
+  strides BIGINT[],
+  -- The `Concrete Inputs` entry as text (scalar values, ScalarType codes), when recorded.
+  concrete VARCHAR,
+  -- Number of elements (product of dims) for tensor inputs, NULL otherwise.
+  numel BIGINT,
+  -- Bytes per element of dtype, NULL when not a tensor or unknown.
+  elem_bytes INTEGER,
+  -- Size of the tensor in bytes: numel * elem_bytes.
+  bytes BIGINT
+);
+
+-- Interned Python call stacks: one row per frame of each distinct stack of a run.
+CREATE TABLE stacks (
+  -- Run the stack belongs to.
+  run_id VARCHAR,
+  -- Id of the stack (a hash of its frames; the same stack has the same id in every run).
+  stack_id BIGINT,
+  -- Position in the stack, 0 = innermost frame.
+  frame_index INTEGER,
+  -- The frame as written, with ` at 0x...` addresses removed.
+  frame VARCHAR,
+  -- Source file of the frame (NULL for built-ins and nn.Module frames).
+  file VARCHAR,
+  -- Line number written in the frame (the function's def line for most frames), or NULL.
+  line BIGINT,
+  -- Function name of the frame (the whole frame for built-ins and nn.Module frames).
+  function VARCHAR
+);

@@ -1,0 +1,54 @@
+"""The Python API: `traceduck.ingest(...)` and `traceduck.open(store)`."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from .db import Database
+from .errors import InputError
+from .ingester import IngestResult, ingest_file
+from .store import Store
+
+TRACE_SUFFIXES = (".json", ".json.gz")
+
+
+def expand_paths(paths: Iterable[str | os.PathLike]) -> list[Path]:
+    """Files to ingest: each file as given; each directory's *.json and *.json.gz, sorted."""
+    out: list[Path] = []
+    for p in paths:
+        path = Path(p)
+        if path.is_dir():
+            found = sorted(f for f in path.iterdir() if f.is_file() and f.name.endswith(TRACE_SUFFIXES))
+            if not found:
+                raise InputError(f"{path}: no .json or .json.gz files in this directory")
+            out.extend(found)
+        elif not path.exists():
+            raise InputError(f"{path}: no such file", "Check the path")
+        else:
+            out.append(path)
+    return out
+
+
+def ingest(paths: str | os.PathLike | Iterable[str | os.PathLike], store: str | os.PathLike | None = None,
+           name: str | None = None, labels: dict[str, str] | None = None, force: bool = False,
+           jobs: int | None = None,
+           progress: Callable[[Path, int, int], None] | None = None) -> list[IngestResult]:
+    """Ingest trace files (or directories of them) into a store; returns one result per file."""
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    files = expand_paths(paths)
+    if name is not None and len(files) > 1:
+        raise InputError("--name applies to one file, but several were given", "Use --label to tag many runs")
+    st = Store(store, create=True)
+    results = []
+    for f in files:
+        cb = (lambda b, n, f=f: progress(f, b, n)) if progress else None
+        results.append(ingest_file(f, st, name=name, labels=labels, force=force, jobs=jobs, progress=cb))
+    return results
+
+
+def open(store: str | os.PathLike | None = None) -> Database:  # noqa: A001 - mirrors duckdb/sqlite3
+    """Open a store for querying; `.sql(...)` returns DuckDB relations."""
+    return Database(Store(store))

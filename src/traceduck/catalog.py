@@ -1,0 +1,121 @@
+"""The SQL shipped with traceduck: where it lives and the documentation in its comments."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+
+
+def sql_dir() -> Path:
+    """The `sql/` directory: inside the installed package, else the source checkout's top level."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "sql", here.parents[1] / "sql"):
+        if (candidate / "tables.sql").is_file():
+            return candidate
+    raise FileNotFoundError("traceduck's sql/ directory is missing from the installation")
+
+
+@dataclass
+class Column:
+    name: str
+    type: str
+    doc: str
+
+
+@dataclass
+class Relation:
+    """A table or view defined in sql/, with its documentation."""
+
+    name: str
+    doc: str
+    kind: str  # "table" or "view"
+    columns: list[Column] = field(default_factory=list)
+    body: str = ""  # the CREATE statement
+
+
+_CREATE = re.compile(r"^CREATE\s+(?:OR\s+REPLACE\s+)?(TABLE|VIEW)\s+(\w+)", re.I)
+_COLUMN_DEF = re.compile(r"^\s*(\w+)\s+([A-Z][A-Z0-9_(), \[\]]*?)\s*,?\s*$")
+
+
+def parse_sql_file(text: str) -> list[Relation]:
+    """Split a SQL file into CREATE statements with the comment block above each one.
+
+    Table columns are read from the column list (each preceded by `-- doc` lines); view
+    columns are declared in the comment block as `-- @column name TYPE doc`.
+    """
+    relations: list[Relation] = []
+    comments: list[str] = []
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        stripped = line.strip()
+        m = _CREATE.match(stripped)
+        if stripped.startswith("--"):
+            comments.append(stripped[2:].strip())
+            i += 1
+            continue
+        if not m:
+            if not stripped:
+                comments = []
+            i += 1
+            continue
+        kind, name = m.group(1).lower(), m.group(2)
+        body_lines = [line]
+        i += 1
+        while i < len(lines) and not body_lines[-1].rstrip().endswith(";"):
+            body_lines.append(lines[i])
+            i += 1
+        doc_lines = [c for c in comments if not c.startswith("@column")]
+        rel = Relation(name=name, doc=" ".join(doc_lines).strip(), kind=kind, body="\n".join(body_lines))
+        if kind == "table":
+            rel.columns = _table_columns(body_lines[1:])
+        else:
+            for c in comments:
+                if c.startswith("@column"):
+                    parts = c.split(None, 3)
+                    rel.columns.append(Column(parts[1], parts[2], parts[3] if len(parts) > 3 else ""))
+        relations.append(rel)
+        comments = []
+    return relations
+
+
+def _table_columns(body: list[str]) -> list[Column]:
+    columns: list[Column] = []
+    doc: list[str] = []
+    for line in body:
+        s = line.strip()
+        if s.startswith("--"):
+            doc.append(s[2:].strip())
+            continue
+        if s.startswith(")"):
+            break
+        m = _COLUMN_DEF.match(s)
+        if m:
+            columns.append(Column(m.group(1), m.group(2).strip(), " ".join(doc)))
+            doc = []
+    return columns
+
+
+@lru_cache(maxsize=1)
+def tables() -> dict[str, Relation]:
+    """The store's tables, by name, as documented in sql/tables.sql."""
+    text = (sql_dir() / "tables.sql").read_text()
+    return {r.name: r for r in parse_sql_file(text) if r.kind == "table"}
+
+
+@lru_cache(maxsize=1)
+def arrow_schemas() -> dict[str, pa.Schema]:
+    """Arrow schemas of the store's tables, derived from the DuckDB definitions."""
+    con = duckdb.connect()
+    out = {}
+    for name, rel in tables().items():
+        con.execute(rel.body)
+        out[name] = con.sql(f"SELECT * FROM {name}").to_arrow_table().schema
+    con.close()
+    return out

@@ -1,0 +1,180 @@
+"""The `traceduck` command: parse arguments, call one library function, render."""
+
+from __future__ import annotations
+
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from . import __version__
+from .api import expand_paths, ingest as ingest_traces, open as open_store
+from .errors import InputError, TraceduckError
+from .export import export_run
+from .render import Format, human_bytes, render
+from .store import Store
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    help="traceduck: an embedded SQL database for PyTorch profiler (Kineto) Chrome traces.\n\n"
+    "Ingest a trace once (`traceduck ingest trace.json`), then ask questions with SQL "
+    "(`traceduck sql \"select ...\"`) over the tables runs, events, args, shapes and stacks.",
+)
+
+StoreOpt = typer.Option(None, "--store", "-s", help="Store directory [default: $TRACEDUCK_STORE, else ./traceduck.store].",
+                        show_default=False)
+FormatOpt = typer.Option(Format.table, "--format", "-f", help="Output format.", case_sensitive=False)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"traceduck {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Show the version and exit."),
+    debug: bool = typer.Option(False, "--debug", help="Show a traceback on errors."),
+) -> None:
+    """traceduck: an embedded SQL database for PyTorch profiler (Kineto) Chrome traces."""
+
+
+def _labels(values: list[str]) -> dict[str, str]:
+    out = {}
+    for v in values:
+        key, sep, value = v.partition("=")
+        if not sep or not key:
+            raise InputError(f"--label {v!r} is not KEY=VALUE", "Write labels like --label job=run42")
+        out[key] = value
+    return out
+
+
+@app.command()
+def ingest(
+    paths: list[Path] = typer.Argument(..., help="Trace files (.json, .json.gz) or directories of them.",
+                                       show_default=False),
+    store: Optional[Path] = StoreOpt,
+    name: Optional[str] = typer.Option(None, "--name", "-n", help="Run name [default: the file name without .json/.json.gz]."),
+    label: list[str] = typer.Option([], "--label", "-l", help="KEY=VALUE label for the runs; repeatable."),
+    force: bool = typer.Option(False, "--force", help="Replace a run already ingested from the same bytes."),
+    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, help="Worker processes [default: number of cores]."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress and no summary line."),
+    timings: bool = typer.Option(False, "--timings", help="Print seconds spent per ingest stage (on stderr)."),
+) -> None:
+    """Ingest traces into the store: one run per file; the same bytes twice is a no-op."""
+    labels = _labels(label)
+    files = expand_paths(paths)
+    started = time.perf_counter()
+    show_progress = not quiet and sys.stderr.isatty()
+    if show_progress:
+        results = _ingest_with_progress(files, store, name, labels, force, jobs)
+    else:
+        results = ingest_traces(files, store=store, name=name, labels=labels, force=force, jobs=jobs)
+    err = typer.get_text_stream("stderr")
+    for r in results:
+        if r.skipped and not quiet:
+            err.write(f"{r.path.name}: already in the store as run {r.run_id} (use --force to replace it)\n")
+        elif r.warnings and not quiet:
+            listed = ", ".join(f"{v:,} {k}" for k, v in sorted(r.warnings.items()))
+            err.write(f"{r.path.name}: warnings: {listed}\n")
+        if timings and r.timings:
+            err.write(f"{r.path.name}: " + ", ".join(f"{k} {v:.2f}s" for k, v in r.timings.items()) + "\n")
+    if not quiet:
+        st = Store(store)
+        new = [r for r in results if not r.skipped]
+        events = sum(r.events for r in new)
+        runs = ", ".join(f"{r.run_id} '{r.name}'" for r in new) or "no new runs"
+        typer.echo(f"{events:,} events -> {runs} in {time.perf_counter() - started:.1f} s, "
+                   f"store {human_bytes(st.size_bytes())} ({st.path})")
+
+
+def _ingest_with_progress(files, store, name, labels, force, jobs):
+    from rich.progress import (BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn,
+                               TransferSpeedColumn)
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
+                  TextColumn("{task.fields[events]}"), TimeElapsedColumn(), transient=True,
+                  console=None) as bar:
+        tasks = {}
+        started = {}
+
+        def progress(path: Path, raw_bytes: int, events: int) -> None:
+            if path not in tasks:
+                tasks[path] = bar.add_task(f"ingesting {path.name}", total=path.stat().st_size, events="")
+                started[path] = time.perf_counter()
+            rate = events / max(time.perf_counter() - started[path], 1e-6)
+            bar.update(tasks[path], completed=raw_bytes, events=f"{events:,} events, {rate / 1000:,.0f}k/s")
+
+        return ingest_traces(files, store=store, name=name, labels=labels, force=force, jobs=jobs, progress=progress)
+
+
+@app.command()
+def runs(store: Optional[Path] = StoreOpt, format: Format = FormatOpt) -> None:
+    """List the runs in the store."""
+    with open_store(store) as db:
+        rows = db.runs()
+    columns = ["run_id", "name", "labels", "event_count", "rank", "duration_ms", "ingested_at", "source_path"]
+    table = [(r["run_id"], r["name"], r["labels"], r["event_count"], r["rank"],
+              None if r["start_ns"] is None else round((r["end_ns"] - r["start_ns"]) / 1e6, 3),
+              r["ingested_at"], r["source_path"]) for r in rows]
+    render(columns, table, format, sys.stdout)
+
+
+@app.command()
+def sql(
+    query: str = typer.Argument(..., help="SQL over the views runs, events, args, shapes, stacks.", show_default=False),
+    store: Optional[Path] = StoreOpt,
+    format: Format = FormatOpt,
+) -> None:
+    """Run a SQL query over every run in the store (DuckDB dialect)."""
+    with open_store(store) as db:
+        rel = db.sql(query)
+        if rel is None:
+            return
+        columns, rows = db.fetch(rel)
+    render(columns, rows, format, sys.stdout)
+
+
+@app.command()
+def export(
+    run: str = typer.Argument(..., help="Run id, unique run id prefix, or run name.", show_default=False),
+    output: Path = typer.Option(..., "--output", "-o", help="Chrome trace to write (.json, or .json.gz to compress).",
+                                show_default=False),
+    store: Optional[Path] = StoreOpt,
+) -> None:
+    """Write a run back as a Chrome trace (every event and arg as ingested)."""
+    with open_store(store) as db:
+        run_id = db.resolve_run(run)
+        count = export_run(db.store, run_id, output)
+    typer.get_text_stream("stderr").write(f"{count:,} events from run {run_id} -> {output}\n")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: library errors become one line on stderr and exit code 1; usage errors are
+    reported by the argument parser (exit code 2)."""
+    args = sys.argv[1:] if argv is None else argv
+    debug = "--debug" in args
+    try:
+        app(args=args, prog_name="traceduck")
+    except TraceduckError as e:
+        if debug:
+            traceback.print_exc()
+        typer.echo(f"Error: {e.one_line()}", err=True)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        typer.echo("Interrupted.", err=True)
+        sys.exit(130)
+    except BrokenPipeError:
+        sys.exit(0)
+    except Exception as e:  # noqa: BLE001 - the last boundary: never a bare traceback
+        if debug:
+            traceback.print_exc()
+        typer.echo(f"Error: internal error ({type(e).__name__}: {e}). Re-run with --debug and report it.", err=True)
+        sys.exit(2)

@@ -1,0 +1,96 @@
+"""The DuckDB side: one in-process connection with a view per table over every run's Parquet files."""
+
+from __future__ import annotations
+
+import duckdb
+
+from .catalog import Relation, tables
+from .errors import QueryError, RunSelectionError, StoreError
+from .store import Store
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+class Database:
+    """A store opened for querying. Views `runs`, `events`, `args`, `shapes`, `stacks` span all runs."""
+
+    def __init__(self, store: Store, threads: int | None = None) -> None:
+        self.store = store
+        if not store.path.is_dir():
+            raise StoreError(f"no store at {store.path}", "Run `traceduck ingest TRACE` first, or pass --store")
+        self.con = duckdb.connect()
+        if threads:
+            self.con.execute(f"SET threads = {int(threads)}")
+        self._create_views()
+
+    def _create_views(self) -> None:
+        has_runs = bool(self.store.run_ids())
+        for rel in tables().values():
+            if has_runs:
+                glob = _literal(self.store.table_glob(rel.name))
+                self.con.execute(
+                    f"CREATE OR REPLACE VIEW {rel.name} AS SELECT * FROM read_parquet({glob}, union_by_name = true)"
+                )
+                kind = "VIEW"
+            else:
+                self.con.execute(rel.body)
+                kind = "TABLE"
+            self._comment(rel, kind)
+
+    def _comment(self, rel: Relation, kind: str) -> None:
+        self.con.execute(f"COMMENT ON {kind} {rel.name} IS {_literal(rel.doc)}")
+        for col in rel.columns:
+            self.con.execute(f"COMMENT ON COLUMN {rel.name}.{col.name} IS {_literal(col.doc)}")
+
+    def sql(self, query: str, params: list | dict | None = None) -> duckdb.DuckDBPyRelation:
+        """Run SQL over the store; returns a DuckDB relation (`.df()`, `.pl()`, `.arrow()`, `.fetchall()`)."""
+        try:
+            return self.con.cursor().sql(query, params=params)
+        except duckdb.Error as e:
+            raise QueryError(_first_line(str(e)), "Run `traceduck schema` to see the tables and columns") from None
+
+    def fetch(self, rel: duckdb.DuckDBPyRelation) -> tuple[list[str], list[tuple]]:
+        """Column names and rows of a relation; query errors become QueryError."""
+        try:
+            return list(rel.columns), rel.fetchall()
+        except duckdb.Error as e:
+            raise QueryError(_first_line(str(e)), "Run `traceduck schema` to see the tables and columns") from None
+
+    def runs(self) -> list[dict]:
+        """Every run in the store, oldest ingest first."""
+        rel = self.sql("SELECT run_id, name, labels, source_path, event_count, rank, start_ns, end_ns, ingested_at "
+                       "FROM runs ORDER BY ingested_at, run_id")
+        cols = rel.columns
+        return [dict(zip(cols, row)) for row in rel.fetchall()]
+
+    def resolve_run(self, selection: str) -> str:
+        """A run id from a run id, a unique run id prefix, or a run name."""
+        runs = self.runs()
+        exact = [r["run_id"] for r in runs if r["run_id"] == selection]
+        if exact:
+            return exact[0]
+        by_name = [r["run_id"] for r in runs if r["name"] == selection]
+        by_prefix = [r["run_id"] for r in runs if r["run_id"].startswith(selection)]
+        matches = list(dict.fromkeys(by_name or by_prefix))
+        if len(matches) == 1:
+            return matches[0]
+        if not matches:
+            known = ", ".join(f"{r['run_id']} ({r['name']})" for r in runs[:10]) or "none"
+            raise RunSelectionError(f"no run matches {selection!r}", f"Runs in the store: {known}")
+        listed = ", ".join(f"{m} ({next(r['name'] for r in runs if r['run_id'] == m)})" for m in matches[:10])
+        raise RunSelectionError(f"{selection!r} matches {len(matches)} runs: {listed}", "Use a longer run id prefix")
+
+    def close(self) -> None:
+        self.con.close()
+
+    def __enter__(self) -> Database:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _first_line(text: str) -> str:
+    return " ".join(line.strip() for line in text.strip().splitlines()[:2])

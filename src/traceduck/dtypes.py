@@ -1,0 +1,109 @@
+"""Kineto `Input type` names and ScalarType codes, with element sizes.
+
+This is the one place that knows element sizes: the ingester uses it to fill
+`shapes.bytes`, and the `dtypes` view is built from it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class DType:
+    name: str  # as Kineto writes it in `Input type`
+    canonical: str  # torch name, e.g. "bfloat16"
+    elem_bytes: int | None  # None for non-tensor entries
+    is_tensor: bool
+
+
+_TENSOR_TYPES: list[tuple[str, str, int]] = [
+    ("float", "float32", 4),
+    ("double", "float64", 8),
+    ("c10::Half", "float16", 2),
+    ("c10::BFloat16", "bfloat16", 2),
+    ("c10::Float8_e4m3fn", "float8_e4m3fn", 1),
+    ("c10::Float8_e5m2", "float8_e5m2", 1),
+    ("c10::Float8_e4m3fnuz", "float8_e4m3fnuz", 1),
+    ("c10::Float8_e5m2fnuz", "float8_e5m2fnuz", 1),
+    ("c10::Float8_e8m0fnu", "float8_e8m0fnu", 1),
+    ("c10::Float4_e2m1fn_x2", "float4_e2m1fn_x2", 1),
+    ("long int", "int64", 8),
+    ("long", "int64", 8),
+    ("long long", "int64", 8),
+    ("__int64", "int64", 8),
+    ("int64_t", "int64", 8),
+    ("int", "int32", 4),
+    ("int32_t", "int32", 4),
+    ("short int", "int16", 2),
+    ("short", "int16", 2),
+    ("int16_t", "int16", 2),
+    ("signed char", "int8", 1),
+    ("int8_t", "int8", 1),
+    ("unsigned char", "uint8", 1),
+    ("uint8_t", "uint8", 1),
+    ("unsigned short", "uint16", 2),
+    ("uint16_t", "uint16", 2),
+    ("unsigned int", "uint32", 4),
+    ("uint32_t", "uint32", 4),
+    ("unsigned long", "uint64", 8),
+    ("uint64_t", "uint64", 8),
+    ("bool", "bool", 1),
+    ("c10::complex<c10::Half>", "complex32", 4),
+    ("c10::complex<float>", "complex64", 8),
+    ("c10::complex<double>", "complex128", 16),
+    ("c10::qint8", "qint8", 1),
+    ("c10::quint8", "quint8", 1),
+    ("c10::qint32", "qint32", 4),
+    ("c10::quint4x2", "quint4x2", 1),
+    ("c10::quint2x4", "quint2x4", 1),
+    ("c10::Bits8", "bits8", 1),
+    ("c10::Bits16", "bits16", 2),
+]
+
+_NON_TENSOR_TYPES = ["Scalar", "ScalarList", "TensorList", "GenericList", "Int", "Bool", "Double", "String", "Device", "Layout", "MemoryFormat", "ScalarType", ""]
+
+DTYPES: dict[str, DType] = {n: DType(n, c, b, True) for n, c, b in _TENSOR_TYPES}
+DTYPES.update({n: DType(n, n or "none", None, False) for n in _NON_TENSOR_TYPES})
+
+# c10::ScalarType codes as they appear in `Concrete Inputs` (e.g. the dtype argument of aten::to).
+SCALAR_TYPE_CODES: dict[int, tuple[str, int]] = {
+    0: ("uint8", 1),
+    1: ("int8", 1),
+    2: ("int16", 2),
+    3: ("int32", 4),
+    4: ("int64", 8),
+    5: ("float16", 2),
+    6: ("float32", 4),
+    7: ("float64", 8),
+    8: ("complex32", 4),
+    9: ("complex64", 8),
+    10: ("complex128", 16),
+    11: ("bool", 1),
+    12: ("qint8", 1),
+    13: ("quint8", 1),
+    14: ("qint32", 4),
+    15: ("bfloat16", 2),
+    16: ("quint4x2", 1),
+    17: ("quint2x4", 1),
+    18: ("bits1x8", 1),
+    19: ("bits2x4", 1),
+    20: ("bits4x2", 1),
+    21: ("bits8", 1),
+    22: ("bits16", 2),
+    23: ("float8_e5m2", 1),
+    24: ("float8_e4m3fn", 1),
+    25: ("float8_e5m2fnuz", 1),
+    26: ("float8_e4m3fnuz", 1),
+    27: ("uint16", 2),
+    28: ("uint32", 4),
+    29: ("uint64", 8),
+    44: ("float8_e8m0fnu", 1),
+    45: ("float4_e2m1fn_x2", 1),
+}
+
+
+def elem_bytes(type_name: str | None) -> int | None:
+    """Bytes per element for a Kineto type name, None when unknown or not a tensor."""
+    d = DTYPES.get(type_name) if type_name is not None else None
+    return d.elem_bytes if d else None

@@ -1,0 +1,34 @@
+"""Narrow error types. Each carries a one-line message and a hint; the CLI prints them."""
+
+from __future__ import annotations
+
+
+class TraceduckError(Exception):
+    """Base class: a user-facing error with a one-line message and an optional hint."""
+
+    def __init__(self, message: str, hint: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def one_line(self) -> str:
+        text = self.message.rstrip(".") + "."
+        if self.hint:
+            text += " " + self.hint.rstrip(".") + "."
+        return " ".join(text.split("\n"))
+
+
+class InputError(TraceduckError):
+    """The file given to ingest is missing, unreadable, not JSON, or not a trace."""
+
+
+class StoreError(TraceduckError):
+    """The store directory cannot be used."""
+
+
+class RunSelectionError(TraceduckError):
+    """A run selection matches no run, or is ambiguous."""
+
+
+class QueryError(TraceduckError):
+    """A SQL query failed."""

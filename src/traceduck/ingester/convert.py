@@ -1,0 +1,550 @@
+"""Turning parsed events into columns: the per-event work of ingest, run in worker processes.
+
+Each chunk of events becomes three Parquet part files (events, args, shapes) holding the
+chunk number and the event's position within the chunk; the ingester turns those into
+global event ids when it merges the parts.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+from math import prod
+from collections import Counter
+from dataclasses import dataclass, field
+from decimal import ROUND_HALF_EVEN, Decimal
+from pathlib import Path
+
+import orjson
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..dtypes import DTYPES, DType
+from .frames import StackInterner
+
+_BUILT_BY_ADD = ("phase", "category", "name", "pid", "tid", "pid_is_text", "tid_is_text", "ts_ns", "dur_ns", "extra")
+CORE_KEYS = frozenset(("ph", "cat", "name", "pid", "tid", "ts", "dur", "args"))
+# Doubles below 2**43 us are within 0.5 ns of their 3-decimal text, so integer ns can be
+# recovered from them; larger ones (epoch microseconds as floats) are re-read from their text.
+_EXACT_FLOAT_LIMIT = float(1 << 43)
+_INT64_MIN = -(1 << 63)
+_INT64_MAX = (1 << 63) - 1
+PART_COMPRESSION = "lz4"
+
+EVENT_PART_SCHEMA = pa.schema([
+    ("chunk", pa.int32()),
+    ("local_idx", pa.int32()),
+    ("phase", pa.string()),
+    ("category", pa.string()),
+    ("name", pa.string()),
+    ("pid", pa.string()),
+    ("tid", pa.string()),
+    ("pid_is_text", pa.bool_()),
+    ("tid_is_text", pa.bool_()),
+    ("ts_ns", pa.int64()),
+    ("dur_ns", pa.int64()),
+    ("external_id", pa.int64()),
+    ("correlation", pa.int64()),
+    ("call_stack_id", pa.int64()),
+    ("python_id", pa.int64()),
+    ("python_parent_id", pa.int64()),
+    ("seq_num", pa.int64()),
+    ("device", pa.int64()),
+    ("stream", pa.int64()),
+    ("flow_id", pa.int64()),
+    ("extra", pa.string()),
+])
+ARG_PART_SCHEMA = pa.schema([
+    ("chunk", pa.int32()),
+    ("local_idx", pa.int32()),
+    ("arg_index", pa.int32()),
+    ("key", pa.string()),
+    ("value_type", pa.string()),
+    ("int_value", pa.int64()),
+    ("real_value", pa.float64()),
+    ("string_value", pa.string()),
+])
+
+
+# args copied into typed columns of `events` (they stay in `args` too)
+PROMOTED = {
+    "External id": "external_id",
+    "external id": "external_id",
+    "correlation": "correlation",
+    "Python id": "python_id",
+    "Python parent id": "python_parent_id",
+    "Sequence number": "seq_num",
+    "device": "device",
+    "stream": "stream",
+}
+
+
+SHAPE_PART_SCHEMA = pa.schema([
+    ("chunk", pa.int32()),
+    ("local_idx", pa.int32()),
+    ("input_index", pa.int32()),
+    ("member_index", pa.int32()),
+    ("dims", pa.list_(pa.int64())),
+    ("dtype", pa.string()),
+    ("strides", pa.list_(pa.int64())),
+    ("concrete", pa.string()),
+    ("numel", pa.int64()),
+    ("elem_bytes", pa.int32()),
+    ("bytes", pa.int64()),
+])
+
+
+class NeedExact(Exception):
+    """A float timestamp too large for exact ns; re-read the chunk keeping decimal text."""
+
+
+class NotAnEvent(Exception):
+    """An item of traceEvents is not a JSON object."""
+
+    def __init__(self, index: int, value: object) -> None:
+        super().__init__(index)
+        self.index = index
+        self.kind = type(value).__name__
+
+
+@dataclass
+class ChunkResult:
+    chunk: int
+    count: int
+    stacks: dict[int, tuple[str, int]] = field(default_factory=dict)
+    warnings: Counter = field(default_factory=Counter)
+
+
+def dumps_json(value: object) -> str:
+    """JSON text of a value; exact for integers beyond 64 bits and for Decimals."""
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        return json.dumps(value, default=_json_default, ensure_ascii=False, allow_nan=True)
+
+
+def _json_default(v: object) -> object:
+    if isinstance(v, Decimal):
+        return float(v)
+    raise TypeError(type(v).__name__)
+
+
+def _plain(v: object) -> object:
+    """Decimals (from the exact parser) back to floats, recursively."""
+    c = v.__class__
+    if c is Decimal:
+        return float(v)
+    if c is list:
+        return [_plain(x) for x in v]
+    if c is dict:
+        return {k: _plain(x) for k, x in v.items()}
+    return v
+
+
+def to_ns(v: object, exact: bool) -> int | None:
+    """Microseconds (int, float or Decimal) -> integer nanoseconds; None for other types."""
+    c = v.__class__
+    if c is int:
+        return v * 1000
+    if c is float:
+        if -_EXACT_FLOAT_LIMIT < v < _EXACT_FLOAT_LIMIT:
+            q = int(v)
+            return q * 1000 + round((v - q) * 1000)
+        if not exact and v == v and v not in (float("inf"), float("-inf")):
+            raise NeedExact
+        return None
+    if c is Decimal:
+        if not v.is_finite():
+            return None
+        return int((v * 1000).to_integral_value(ROUND_HALF_EVEN))
+    return None
+
+
+def parse_chunk(text: bytes, exact: bool = False) -> list:
+    """Parse `[text]`: orjson first; the standard library for what orjson refuses
+    (integers beyond 64 bits, NaN) or when decimal text must be kept (exact)."""
+    data = b"[" + text + b"]"
+    if not exact:
+        try:
+            return orjson.loads(data)
+        except orjson.JSONDecodeError:
+            pass
+    return json.loads(data, parse_float=Decimal if exact else float)
+
+
+class ChunkConverter:
+    """Builds column lists for one chunk of events."""
+
+    def __init__(self, chunk: int, exact: bool) -> None:
+        self.chunk = chunk
+        self.exact = exact
+        self.stacks = StackInterner()
+        self.warnings: Counter = Counter()
+        self.ev: dict[str, list] = {f.name: [] for f in EVENT_PART_SCHEMA if f.name in _BUILT_BY_ADD}
+        # args grouped by their key tuple: (event indexes, value tuples); converted column-wise
+        self.arg_groups: dict[tuple, tuple[list[int], list[tuple]]] = {}
+
+    def add(self, events: list) -> None:
+        ev = self.ev
+        c_phase, c_cat, c_name = ev["phase"].append, ev["category"].append, ev["name"].append
+        c_pid, c_tid = ev["pid"].append, ev["tid"].append
+        c_pidt, c_tidt = ev["pid_is_text"].append, ev["tid_is_text"].append
+        c_ts, c_dur, c_extra = ev["ts_ns"].append, ev["dur_ns"].append, ev["extra"].append
+        groups = self.arg_groups
+        core = CORE_KEYS
+        lim = _EXACT_FLOAT_LIMIT
+        start = len(ev["phase"])
+        for n, e in enumerate(events):
+            if e.__class__ is not dict:
+                raise NotAnEvent(start + n, e)
+            ph = e.get("ph")
+            cat = e.get("cat")
+            name = e.get("name")
+            pid = e.get("pid")
+            tid = e.get("tid")
+            ts = e.get("ts")
+            dur = e.get("dur")
+            a = e.get("args")
+            # Fast path: the shapes every exporter writes. Anything else goes through _careful.
+            if (
+                e.keys() <= core
+                and (ph.__class__ is str or ph is None)
+                and (cat.__class__ is str or cat is None)
+                and (name.__class__ is str or name is None)
+                and (pid.__class__ is int or pid.__class__ is str)
+                and (tid.__class__ is int or tid.__class__ is str)
+                and ts.__class__ is float and -lim < ts < lim
+                and ((dur.__class__ is float and -lim < dur < lim) or dur is None)
+                and ((a.__class__ is dict and a) or a is None)
+            ):
+                c_phase(ph)
+                c_cat(cat)
+                c_name(name)
+                if pid.__class__ is int:
+                    c_pid(str(pid))
+                    c_pidt(False)
+                else:
+                    c_pid(pid)
+                    c_pidt(True)
+                if tid.__class__ is int:
+                    c_tid(str(tid))
+                    c_tidt(False)
+                else:
+                    c_tid(tid)
+                    c_tidt(True)
+                # Exact ns from a double below 2**43 us: split off the integer part first, so the
+                # only rounding is the text -> double one (under 0.5 ns).
+                q = int(ts)
+                c_ts(q * 1000 + round((ts - q) * 1000))
+                if dur is not None:
+                    q = int(dur)
+                    c_dur(q * 1000 + round((dur - q) * 1000))
+                else:
+                    c_dur(None)
+                c_extra(None)
+                if a is not None:
+                    sig = tuple(a)
+                    g = groups.get(sig)
+                    if g is None:
+                        g = groups[sig] = ([], [])
+                    g[0].append(start + n)
+                    g[1].append(tuple(a.values()))
+            else:
+                self._careful(start + n, e)
+
+    def _careful(self, idx: int, e: dict) -> None:
+        """One event of any shape: odd types are kept verbatim in `extra` and counted."""
+        ev = self.ev
+        exact = self.exact
+        extra = None
+        if not (e.keys() <= CORE_KEYS):
+            extra = {k: _plain(v) for k, v in e.items() if k not in CORE_KEYS}
+        for key, column in (("ph", "phase"), ("cat", "category"), ("name", "name")):
+            v = e.get(key)
+            if v is not None and v.__class__ is not str:
+                extra = self._odd(extra, key, v)
+                v = dumps_json(_plain(v))
+            ev[column].append(v)
+        for key in ("pid", "tid"):
+            v = e.get(key)
+            if v.__class__ is int:
+                ev[key].append(str(v))
+                ev[f"{key}_is_text"].append(False)
+            elif v.__class__ is str:
+                ev[key].append(v)
+                ev[f"{key}_is_text"].append(True)
+            else:
+                if key in e:
+                    extra = self._odd(extra, key, v)
+                ev[key].append(None if v is None else dumps_json(_plain(v)))
+                ev[f"{key}_is_text"].append(None)
+        for key, column in (("ts", "ts_ns"), ("dur", "dur_ns")):
+            v = e.get(key)
+            ns = to_ns(v, exact) if v is not None else None
+            if ns is not None and not _INT64_MIN <= ns <= _INT64_MAX:
+                ns = None
+            if ns is None and key in e:
+                extra = self._odd(extra, key, v)
+            ev[column].append(ns)
+        a = e.get("args")
+        if a.__class__ is dict:
+            if a:
+                g = self.arg_groups.setdefault(tuple(a), ([], []))
+                g[0].append(idx)
+                g[1].append(tuple(a.values()))
+            else:  # `"args": {}` has no rows in `args`; remember it for export
+                extra = extra if extra is not None else {}
+                extra["args"] = {}
+        elif "args" in e:
+            extra = self._odd(extra, "args", a)
+        ev["extra"].append(dumps_json(extra) if extra is not None else None)
+
+    def _odd(self, extra: dict | None, key: str, value: object) -> dict:
+        """Keep a core field of unexpected type verbatim in `extra` (export restores it)."""
+        self.warnings[f"unexpected type of {key}"] += 1
+        if extra is None:
+            extra = {}
+        extra[key] = _plain(value)
+        return extra
+
+    def _promote(self, n: int) -> None:
+        """Fill the promoted columns (external_id, correlation, ...) from the args groups."""
+        ev = self.ev
+        for column in PROMOTED.values():
+            ev[column] = [None] * n
+        stacks = [None] * n
+        for keys, (idx, rows) in self.arg_groups.items():
+            for j, key in enumerate(keys):
+                column = PROMOTED.get(key)
+                if column is not None:
+                    target = ev[column]
+                    for i, values in zip(idx, rows):
+                        v = values[j]
+                        if v.__class__ is int and _INT64_MIN <= v <= _INT64_MAX:
+                            target[i] = v
+                elif key == "Call stack":
+                    for i, values in zip(idx, rows):
+                        v = values[j]
+                        if v.__class__ is str and v:
+                            stacks[i] = self.stacks.from_call_stack(v) or None
+        ev["call_stack_id"] = stacks
+        flows = ev["flow_id"] = [None] * n
+        for i, x in enumerate(ev["extra"]):
+            if x is not None:
+                fid = orjson.loads(x).get("id") if x.startswith("{") else None
+                if fid.__class__ is int and _INT64_MIN <= fid <= _INT64_MAX:
+                    flows[i] = fid
+
+    def write(self, out_dir: Path) -> ChunkResult:
+        n = len(self.ev["phase"])
+        ev = self.ev
+        self._promote(n)
+        ev["chunk"] = [self.chunk] * n
+        ev["local_idx"] = list(range(n))
+        cols = [pa.array(ev[f.name], f.type) for f in EVENT_PART_SCHEMA]
+        pq.write_table(pa.Table.from_arrays(cols, schema=EVENT_PART_SCHEMA),
+                       out_dir / f"events-{self.chunk:06d}.parquet", compression=PART_COMPRESSION)
+        pq.write_table(self._args_table(), out_dir / f"args-{self.chunk:06d}.parquet", compression=PART_COMPRESSION)
+        pq.write_table(self._shapes_table(), out_dir / f"shapes-{self.chunk:06d}.parquet", compression=PART_COMPRESSION)
+        return ChunkResult(self.chunk, n, dict(self.stacks.nodes), self.warnings)
+
+    def _shapes_table(self) -> pa.Table:
+        """One row per input of each op with `Input Dims` (TensorList: one per member)."""
+        cols: list[list] = [[] for _ in SHAPE_PART_SCHEMA]
+        add = [c.append for c in cols]
+        for keys, (idx, rows) in self.arg_groups.items():
+            pos = {k: j for j, k in enumerate(keys)}
+            jd = pos.get("Input Dims", pos.get("Input dims"))
+            if jd is None:
+                continue
+            jt, js, jc = pos.get("Input type"), pos.get("Input Strides"), pos.get("Concrete Inputs")
+            for i, row in zip(idx, rows):
+                dims = row[jd]
+                if dims.__class__ is not list:
+                    continue
+                types = row[jt] if jt is not None else None
+                strides = row[js] if js is not None else None
+                concrete = row[jc] if jc is not None else None
+                if types.__class__ is not list:
+                    types = None
+                if strides.__class__ is not list:
+                    strides = None
+                if concrete.__class__ is not list:
+                    concrete = None
+                for k, d in enumerate(dims):
+                    t = types[k] if types is not None and k < len(types) else None
+                    if t is not None and t.__class__ is not str:
+                        t = dumps_json(_plain(t))
+                    st = strides[k] if strides is not None and k < len(strides) else None
+                    cv = concrete[k] if concrete is not None and k < len(concrete) else None
+                    if cv is not None and cv.__class__ is not str:
+                        cv = dumps_json(_plain(cv))
+                    info = DTYPES.get(t)
+                    if d.__class__ is list and d and d[0].__class__ is list:  # TensorList members
+                        for m, md in enumerate(d):
+                            ms = st[m] if st.__class__ is list and m < len(st) else None
+                            _shape_row(add, i, k, m, md, t, ms, cv, None)
+                    else:
+                        _shape_row(add, i, k, None, d, t, st, cv, info)
+        arrays = []
+        for c, f in zip(cols, SHAPE_PART_SCHEMA):
+            if f.name == "chunk":
+                arrays.append(pa.array([self.chunk] * len(cols[1]), pa.int32()))
+            elif f.name in ("dims", "strides"):
+                arrays.append(_int_lists(c))
+            else:
+                arrays.append(pa.array(c, f.type))
+        table = pa.Table.from_arrays(arrays, schema=SHAPE_PART_SCHEMA)
+        return table.sort_by([("local_idx", "ascending"), ("input_index", "ascending"), ("member_index", "ascending")])
+
+    def _args_table(self) -> pa.Table:
+        """Args as a table: column-wise per key for common key sets, value by value otherwise."""
+        loose = ArgRows()
+        tables = []
+        for keys, (idx, rows) in self.arg_groups.items():
+            if len(rows) < _MIN_GROUP:
+                for i, values in zip(idx, rows):
+                    for j, (k, v) in enumerate(zip(keys, values)):
+                        loose.add(i, j, k, v, self.exact)
+                continue
+            event_idx = pa.array(idx, pa.int32())
+            for j, (k, column) in enumerate(zip(keys, zip(*rows))):
+                t = None if self.exact else _column_table(event_idx, j, k, column)
+                if t is None:
+                    for i, v in zip(idx, column):
+                        loose.add(i, j, k, v, self.exact)
+                else:
+                    tables.append(t)
+        tables.append(loose.table())
+        t = pa.concat_tables(tables).sort_by([("local_idx", "ascending"), ("arg_index", "ascending")])
+        return t.add_column(0, "chunk", pa.array([self.chunk] * t.num_rows, pa.int32()))
+
+
+_MIN_GROUP = 16
+_VALUE_COLUMNS = {"int_value": pa.int64(), "real_value": pa.float64(), "string_value": pa.string()}
+ARG_VALUE_SCHEMA = pa.schema([(f.name, f.type) for f in ARG_PART_SCHEMA if f.name != "chunk"])
+
+
+def _column_table(event_idx: pa.Array, j: int, key: str, column: tuple) -> pa.Table | None:
+    """One key's values for a group of events, when all share one JSON type; else None."""
+    n = len(column)
+    classes = set(map(type, column))
+    if len(classes) != 1:
+        return None
+    c = classes.pop()
+    values: dict[str, pa.Array] = {}
+    try:
+        if c is int:
+            vtype, values["int_value"] = "int", pa.array(column, pa.int64())
+        elif c is str:
+            vtype, values["string_value"] = "string", pa.array(column, pa.string())
+        elif c is float:
+            vtype, values["real_value"] = "real", pa.array(column, pa.float64())
+        elif c is bool:
+            vtype, values["int_value"] = "bool", pa.array(column, pa.bool_()).cast(pa.int64())
+        elif c is list or c is dict:
+            dumps = orjson.dumps
+            vtype = "json"
+            values["string_value"] = pa.array([dumps(v).decode() for v in column], pa.string())
+        elif c is type(None):
+            vtype = "null"
+        else:
+            return None
+    except (OverflowError, TypeError, orjson.JSONEncodeError, pa.ArrowException):
+        return None
+    arrays = [
+        event_idx,
+        pa.array([j] * n, pa.int32()),
+        pa.array([key] * n, pa.string()),
+        pa.array([vtype] * n, pa.string()),
+    ]
+    arrays += [values.get(name, pa.nulls(n, typ)) for name, typ in _VALUE_COLUMNS.items()]
+    return pa.Table.from_arrays(arrays, schema=ARG_VALUE_SCHEMA)
+
+
+def _shape_row(add: list, i: int, k: int, m: int | None, d: object, t: str | None, st: object, cv: str | None,
+               info: DType | None) -> None:
+    """Append one shapes row; numel and bytes only for tensors (and TensorList members)."""
+    numel = elem = nbytes = None
+    if d.__class__ is not list:
+        d = None
+    elif m is not None or (info is not None and info.is_tensor):
+        try:
+            numel = prod(d)
+        except TypeError:
+            numel = None
+        if numel is not None and not (numel.__class__ is int and _INT64_MIN <= numel <= _INT64_MAX):
+            numel = None
+        if info is not None and info.is_tensor:
+            elem = info.elem_bytes
+            if numel is not None:
+                nbytes = numel * elem
+    if st.__class__ is not list:
+        st = None
+    for a, v in zip(add[1:], (i, k, m, d, t, st, cv, numel, elem, nbytes)):
+        a(v)
+
+
+def _int_lists(values: list) -> pa.Array:
+    """A list<int64> array; entries that are not lists of int64 become null."""
+    try:
+        return pa.array(values, pa.list_(pa.int64()))
+    except (pa.ArrowException, OverflowError, TypeError):
+        clean = [v if v is not None and all(x.__class__ is int and _INT64_MIN <= x <= _INT64_MAX for x in v) else None
+                 for v in values]
+        return pa.array(clean, pa.list_(pa.int64()))
+
+
+class ArgRows:
+    """Args converted one value at a time (mixed types, rare key sets, the exact parser)."""
+
+    def __init__(self) -> None:
+        self.cols: list[list] = [[] for _ in range(len(ARG_VALUE_SCHEMA))]
+
+    def add(self, i: int, j: int, k: str, v: object, exact: bool) -> None:
+        vc = v.__class__
+        iv = rv = sv = None
+        if vc is int:
+            if _INT64_MIN <= v <= _INT64_MAX:
+                t, iv = "int", v
+            else:
+                t, sv = "big_int", str(v)
+        elif vc is str:
+            t, sv = "string", v
+        elif vc is float:
+            t, rv = "real", v
+        elif vc is bool:
+            t, iv = "bool", int(v)
+        elif v is None:
+            t = "null"
+        elif vc is Decimal:
+            t, rv = "real", float(v)
+        else:
+            t, sv = "json", dumps_json(_plain(v) if exact else v)
+        for col, x in zip(self.cols, (i, j, k, t, iv, rv, sv)):
+            col.append(x)
+
+    def table(self) -> pa.Table:
+        return pa.Table.from_arrays([pa.array(c, f.type) for c, f in zip(self.cols, ARG_VALUE_SCHEMA)],
+                                    schema=ARG_VALUE_SCHEMA)
+
+
+def convert_chunk(text: bytes, chunk: int, out_dir: str) -> ChunkResult:
+    """Parse one chunk of event text and write its part files (runs in a worker process)."""
+    # The cyclic GC finds nothing to free in freshly parsed JSON but costs more than the parse.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        exact = False
+        while True:
+            events = parse_chunk(text, exact)
+            conv = ChunkConverter(chunk, exact)
+            try:
+                conv.add(events)
+            except NeedExact:
+                exact = True
+                continue
+            return conv.write(Path(out_dir))
+    finally:
+        if was_enabled:
+            gc.enable()

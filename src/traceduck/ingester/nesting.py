@@ -1,0 +1,85 @@
+"""Nesting events on their tracks and deriving Python stacks from python_function events.
+
+Events of one track (pid, tid; device tracks apart from CPU threads) are visited in start
+order, longer first on equal start. A stack holds the open events; an event's parent is the
+innermost open event that contains it. An event that starts inside another but ends after it
+(partial overlap) is counted, and the event it overlaps is closed early: later events inside
+both are children of the one that started last.
+
+Rows arrive in batches (the whole run never sits in Python lists at once); results are
+scattered into arrays indexed by event id.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .frames import StackInterner, normalize
+
+
+class Nester:
+    """Feeds sorted rows batch by batch; keeps the open-event stack across batches."""
+
+    def __init__(self, total_events: int, stacks: StackInterner) -> None:
+        self.parent = np.full(total_events, -1, dtype=np.int64)
+        self.depth = np.full(total_events, -1, dtype=np.int32)
+        self.stack = np.zeros(total_events, dtype=np.int64)
+        self.overlap_count = 0
+        self.stacks = stacks
+        self._open: list[tuple[int, int, int, int]] = []  # (end, event_id, depth, python stack)
+        self._closed_early: list[int] = []  # ends of open events closed by a partial overlap
+        self._track: int | None = None
+
+    def feed(self, track: list[int], event_id: list[int], ts: list[int], end: list[int],
+             pyframe: list[str | None], call_stack: list[int | None]) -> None:
+        """Rows sorted by (track, ts, end descending, event_id), continuing the previous batch."""
+        n = len(event_id)
+        parent_out = [-1] * n
+        depth_out = [0] * n
+        stack_out = [0] * n
+        open_ = self._open
+        closed_early = self._closed_early
+        current = self._track
+        overlaps = 0
+        push_frame = self.stacks.push
+        for i in range(n):
+            t = ts[i]
+            e = end[i]
+            if track[i] != current:
+                current = track[i]
+                open_.clear()
+                closed_early.clear()
+            while open_ and open_[-1][0] <= t:
+                open_.pop()
+            if open_ and open_[-1][0] < e:
+                k = len(open_) - 1
+                while k > 0 and open_[k - 1][0] < e:
+                    k -= 1
+                closed_early.extend(entry[0] for entry in open_[k:])
+                del open_[k:]
+            if closed_early:
+                closed_early[:] = [x for x in closed_early if x > t]
+                overlaps += sum(1 for x in closed_early if x < e)
+            if open_:
+                _, p_id, p_depth, p_stack = open_[-1]
+                parent_out[i] = p_id
+                d = p_depth + 1
+            else:
+                p_stack = 0
+                d = 0
+            depth_out[i] = d
+            frame = pyframe[i]
+            if frame is not None:
+                node = push_frame(normalize(frame), p_stack)
+                stack_out[i] = node
+            else:
+                node = p_stack
+                cs = call_stack[i]
+                stack_out[i] = cs if cs is not None else node
+            open_.append((e, event_id[i], d, node))
+        self._track = current
+        self.overlap_count += overlaps
+        ids = np.asarray(event_id, dtype=np.int64)
+        self.parent[ids] = parent_out
+        self.depth[ids] = depth_out
+        self.stack[ids] = stack_out

@@ -1,0 +1,394 @@
+"""One trace file -> one published run: read, convert in parallel, nest, merge, publish."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import re
+import shutil
+import time
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from .. import __version__
+from ..catalog import arrow_schemas
+from ..errors import InputError
+from ..store import Store, content_run_id
+from .convert import ChunkConverter, ChunkResult, NotAnEvent, convert_chunk
+from .frames import StackInterner, split_frame
+from .nesting import Nester
+from .reader import ChunkedEvents, NotParseable, RawSource, TraceLayout
+from .streaming import StreamingEvents
+
+# Below this many raw bytes, worker processes cost more than they save.
+PARALLEL_MIN_BYTES = 24 << 20
+DEVICE_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset", "gpu_user_annotation", "memcpy", "memset",
+                     "gpu_op", "mtia_ccp_events")
+TIMELINE_PHASES = ("X", "i", "I", "B", "n", "P")
+MERGE_MEMORY = "512MB"  # DuckDB's share while merging; it spills to disk beyond this
+NEST_BATCH = 1 << 18
+_RANK_IN_NAME = re.compile(r"(?:rank|worker)[-_]?(\d+)", re.I)
+
+Progress = Callable[[int, int], None]  # (raw bytes read, events converted)
+
+
+class Stopwatch:
+    """Seconds spent per ingest stage (shown by `traceduck ingest --timings`)."""
+
+    def __init__(self) -> None:
+        self.stages: dict[str, float] = {}
+        self._last = time.perf_counter()
+
+    def lap(self, stage: str) -> None:
+        now = time.perf_counter()
+        self.stages[stage] = self.stages.get(stage, 0.0) + now - self._last
+        self._last = now
+
+
+@dataclass
+class IngestResult:
+    """What ingesting one file did."""
+
+    run_id: str
+    name: str
+    path: Path
+    events: int
+    seconds: float
+    skipped: bool  # the same bytes were already in the store
+    overlap_count: int = 0
+    warnings: dict | None = None
+    timings: dict | None = None
+
+
+def default_jobs() -> int:
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
+
+
+def run_name_for(path: Path) -> str:
+    name = path.name
+    for suffix in (".gz", ".json"):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+    return name
+
+
+def ingest_file(path: Path, store: Store, name: str | None = None, labels: dict[str, str] | None = None,
+                force: bool = False, jobs: int | None = None, progress: Progress | None = None) -> IngestResult:
+    """Ingest one trace file into the store and publish it as a run."""
+    started = time.perf_counter()
+    watch = Stopwatch()
+    path = Path(path).absolute()
+    if not path.exists():
+        raise InputError(f"{path}: no such file", "Check the path")
+    if not path.is_file():
+        raise InputError(f"{path}: not a regular file")
+    try:
+        run_id = content_run_id(path)
+    except OSError as e:
+        raise InputError(f"{path}: cannot read ({e.strerror})") from None
+    name = name or run_name_for(path)
+    watch.lap("hash")
+    if store.has_run(run_id) and not force:
+        return IngestResult(run_id, name, path, 0, time.perf_counter() - started, skipped=True)
+    jobs = jobs or default_jobs()
+    tmp = store.new_tmp_dir(run_id)
+    try:
+        parts = tmp / "parts"
+        parts.mkdir()
+        try:
+            layout, results = _convert_fast(path, parts, jobs, progress)
+        except NotParseable:
+            store.discard(parts)
+            parts.mkdir()
+            layout, results = _convert_streaming(path, parts, progress)
+        watch.lap("parse+convert")
+        count, overlaps, warnings = _merge(path, tmp, parts, layout, results, run_id, jobs, watch)
+        seconds = time.perf_counter() - started
+        _write_run_row(tmp, path, run_id, name, labels or {}, layout, count, overlaps, warnings, seconds)
+        store.discard(parts)
+        published = store.publish(tmp, run_id, replace=force)
+    except BaseException:
+        store.discard(tmp)
+        raise
+    watch.lap("publish")
+    return IngestResult(run_id, name, path, count, time.perf_counter() - started, skipped=not published,
+                        overlap_count=overlaps, warnings=warnings, timings=watch.stages)
+
+
+def _convert_fast(path: Path, parts: Path, jobs: int, progress: Progress | None) -> tuple[TraceLayout, list[ChunkResult]]:
+    """Split with the fast splitter; convert chunks in worker processes for big files."""
+    with RawSource(path) as src:
+        reader = ChunkedEvents(src)
+        layout = reader.open()
+        size = path.stat().st_size
+        if jobs <= 1 or size < PARALLEL_MIN_BYTES:
+            results = []
+            for k, text in enumerate(reader.chunks()):
+                results.append(_convert_or_fallback(text, k, str(parts)))
+                if progress:
+                    progress(src.raw_bytes_read, sum(r.count for r in results))
+            return layout, results
+        # fork: workers need nothing from the parent but the function, and spawn would re-run
+        # the caller's script in every worker when it lacks an `if __name__ == "__main__"` guard.
+        ctx = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
+        results = []
+        converted = 0
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
+            pending: set[Future] = set()
+            for k, text in enumerate(reader.chunks()):
+                pending.add(pool.submit(_convert_or_fallback, text, k, str(parts)))
+                while len(pending) >= jobs * 2:
+                    done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                    for f in done:
+                        r = f.result()
+                        results.append(r)
+                        converted += r.count
+                if progress:
+                    progress(src.raw_bytes_read, converted)
+            for f in pending:
+                results.append(f.result())
+        results.sort(key=lambda r: r.chunk)
+        return layout, results
+
+
+def _convert_or_fallback(text: bytes, chunk: int, parts: str) -> ChunkResult:
+    """Convert a chunk; any parse failure sends the whole file to the streaming parser, which
+    either reads it or reports where it breaks."""
+    try:
+        return convert_chunk(text, chunk, parts)
+    except (ValueError, RecursionError, NotAnEvent) as e:  # JSON and UTF-8 errors are ValueErrors
+        raise NotParseable(str(e)) from None
+
+
+def _convert_streaming(path: Path, parts: Path, progress: Progress | None) -> tuple[TraceLayout, list[ChunkResult]]:
+    with RawSource(path) as src:
+        stream = StreamingEvents(src)
+        results = []
+        for k, batch in enumerate(stream.batches()):
+            conv = ChunkConverter(k, exact=True)
+            try:
+                conv.add(batch)
+            except NotAnEvent as e:
+                index = stream.count - len(batch) + e.index
+                raise InputError(f"{path}: not a trace (traceEvents item {index:,} is a {e.kind}, not an object)",
+                                 "A PyTorch profiler trace is a JSON object with a traceEvents list of objects") from None
+            results.append(conv.write(parts))
+            if progress:
+                progress(src.raw_bytes_read, stream.count)
+        if not results:
+            results.append(ChunkConverter(0, exact=True).write(parts))
+        return stream.layout, results
+
+
+def _int_or_none(v: object) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) and -(1 << 63) <= v < (1 << 63) else None
+
+
+def _merge(path: Path, tmp: Path, parts: Path, layout: TraceLayout, results: list[ChunkResult],
+           run_id: str, jobs: int, watch: Stopwatch) -> tuple[int, int, dict]:
+    """Give events global ids, nest them, derive stacks, and write the run's final tables."""
+    offsets = []
+    total = 0
+    warnings: Counter = Counter()
+    stacks = StackInterner()
+    for r in results:
+        offsets.append(total)
+        total += r.count
+        warnings.update(r.warnings)
+        stacks.nodes.update(r.stacks)
+    base_ns = _int_or_none(layout.metadata.get("baseTimeNanoseconds")) or 0
+    nester = Nester(total, stacks)
+    con = duckdb.connect(config={"threads": max(1, jobs), "memory_limit": MERGE_MEMORY,
+                                 "temp_directory": str(tmp / "spill")})
+    try:
+        # Sort the timeline events by track and time, in DuckDB; nest them in batches.
+        con.execute(
+            "CREATE TEMP TABLE p AS SELECT ?::BIGINT[] AS offsets, ?::VARCHAR[] AS device_categories, "
+            "?::VARCHAR[] AS timeline_phases",
+            [offsets, list(DEVICE_CATEGORIES), list(TIMELINE_PHASES)],
+        )
+        reader = con.sql(
+            f"""SELECT hash(list_contains(p.device_categories, lower(coalesce(x.category, ''))), x.pid, x.tid) AS track,
+                       p.offsets[x.chunk + 1] + x.local_idx AS event_id, x.ts_ns,
+                       x.ts_ns + greatest(coalesce(x.dur_ns, 0), 0) AS end_ns,
+                       CASE WHEN x.category = 'python_function' THEN x.name END AS pyframe, x.call_stack_id
+                FROM read_parquet('{_q(str(parts / "events-*.parquet"))}') x, p
+                WHERE x.ts_ns IS NOT NULL AND list_contains(p.timeline_phases, x.phase)
+                ORDER BY track, x.ts_ns, end_ns DESC, event_id"""
+        ).to_arrow_reader(NEST_BATCH)
+        watch.lap("merge: sort for nesting")
+        for batch in reader:
+            cols = batch.to_pydict()
+            nester.feed(cols["track"], cols["event_id"], cols["ts_ns"], cols["end_ns"], cols["pyframe"],
+                        cols["call_stack_id"])
+        del reader
+        watch.lap("merge: nesting")
+        _write_events(tmp, parts, results, offsets, run_id, base_ns, nester)
+        watch.lap("merge: write events")
+        _write_parts(tmp, parts, "args", results, offsets, run_id)
+        watch.lap("merge: write args")
+        _write_parts(tmp, parts, "shapes", results, offsets, run_id)
+        watch.lap("merge: write shapes")
+        used = np.unique(nester.stack)
+        _write_stacks(tmp, run_id, stacks, used[used != 0].tolist())
+        watch.lap("merge: write stacks")
+    finally:
+        con.close()
+        shutil.rmtree(tmp / "spill", ignore_errors=True)
+    return total, nester.overlap_count, dict(warnings)
+
+
+# Sorted or nearly sorted integers (ids, times) compress far better delta-encoded than dictionary-encoded.
+_DELTA_COLUMNS = {"event_id", "ts_ns", "dur_ns", "parent_id", "external_id", "correlation", "python_id",
+                  "python_parent_id", "seq_num", "int_value", "flow_id"}
+
+
+def _parquet_writer(path: Path, schema: pa.Schema) -> pq.ParquetWriter:
+    delta = [f.name for f in schema if f.name in _DELTA_COLUMNS]
+    return pq.ParquetWriter(path, schema, compression="zstd", compression_level=3,
+                            use_dictionary=[f.name for f in schema if f.name not in _DELTA_COLUMNS],
+                            column_encoding={c: "DELTA_BINARY_PACKED" for c in delta})
+
+
+def _masked(values: np.ndarray, missing: np.ndarray, typ: pa.DataType) -> pa.Array:
+    return pa.array(values, typ, mask=missing)
+
+
+def _write_events(tmp: Path, parts: Path, results: list[ChunkResult], offsets: list[int], run_id: str,
+                  base_ns: int, nester: Nester) -> None:
+    """events.parquet: the parts in file order, with global ids, absolute times and nesting."""
+    schema = arrow_schemas()["events"]
+    device = pa.array(list(DEVICE_CATEGORIES))
+    with _parquet_writer(tmp / "events.parquet", schema) as writer:
+        for r, off in zip(results, offsets):
+            part = pq.read_table(parts / f"events-{r.chunk:06d}.parquet")
+            n = part.num_rows
+            sl = slice(off, off + n)
+            parent = nester.parent[sl]
+            depth = nester.depth[sl]
+            stack = nester.stack[sl]
+            call_stack = part.column("call_stack_id")
+            stack_col = pc.coalesce(call_stack, _masked(stack, stack == 0, pa.int64()))
+            cols = {
+                "run_id": pa.array([run_id] * n, pa.string()),
+                "event_id": pa.array(np.arange(off, off + n, dtype=np.int64)),
+                "ts_ns": pc.add(part.column("ts_ns"), pa.scalar(base_ns, pa.int64())),
+                "parent_id": _masked(parent, parent < 0, pa.int64()),
+                "depth": _masked(depth, depth < 0, pa.int32()),
+                "on_device": pc.is_in(pc.utf8_lower(pc.fill_null(part.column("category"), "")), value_set=device),
+                "stack_id": stack_col,
+            }
+            arrays = [cols[f.name] if f.name in cols else part.column(f.name) for f in schema]
+            writer.write_table(pa.Table.from_arrays(arrays, schema=schema))
+
+
+def _write_parts(tmp: Path, parts: Path, table: str, results: list[ChunkResult], offsets: list[int],
+                run_id: str) -> None:
+    """A run table from its parts: event ids made global, run_id added, in event order."""
+    schema = arrow_schemas()[table]
+    with _parquet_writer(tmp / f"{table}.parquet", schema) as writer:
+        for r, off in zip(results, offsets):
+            part = pq.read_table(parts / f"{table}-{r.chunk:06d}.parquet")
+            n = part.num_rows
+            cols = {
+                "run_id": pa.array([run_id] * n, pa.string()),
+                "event_id": pc.add(part.column("local_idx").cast(pa.int64()), pa.scalar(off, pa.int64())),
+            }
+            arrays = [cols[f.name] if f.name in cols else part.column(f.name) for f in schema]
+            writer.write_table(pa.Table.from_arrays(arrays, schema=schema))
+
+
+def _write_stacks(tmp: Path, run_id: str, stacks: StackInterner, used: list[int]) -> None:
+    wanted = set(used)
+    wanted.update(stacks.nodes)  # Call stack args: every interned stack is referenced by some event
+    rows = {"run_id": [], "stack_id": [], "frame_index": [], "frame": [], "file": [], "line": [], "function": []}
+    for sid in sorted(wanted):
+        for k, frame in enumerate(stacks.frames(sid)):
+            file, line, func = split_frame(frame)
+            rows["run_id"].append(run_id)
+            rows["stack_id"].append(sid)
+            rows["frame_index"].append(k)
+            rows["frame"].append(frame)
+            rows["file"].append(file)
+            rows["line"].append(line)
+            rows["function"].append(func)
+    schema = arrow_schemas()["stacks"]
+    pq.write_table(pa.Table.from_pydict(rows, schema=schema), tmp / "stacks.parquet", compression="zstd")
+
+
+def _rank_from(layout: TraceLayout, path: Path) -> tuple[int | None, int | None]:
+    info = layout.metadata.get("distributedInfo")
+    rank = world = None
+    if isinstance(info, dict):
+        rank = _int_or_none(info.get("rank"))
+        world = _int_or_none(info.get("world_size"))
+    if rank is None:
+        m = _RANK_IN_NAME.search(path.name)
+        if m:
+            rank = int(m.group(1))
+    return rank, world
+
+
+def _json_or_none(v: object) -> str | None:
+    if v is None:
+        return None
+    return json.dumps(v, ensure_ascii=False, default=float)
+
+
+def _write_run_row(tmp: Path, path: Path, run_id: str, name: str, labels: dict[str, str], layout: TraceLayout,
+                   count: int, overlaps: int, warnings: dict, seconds: float) -> None:
+    con = duckdb.connect()
+    try:
+        start, end = con.execute(
+            f"""SELECT min(ts_ns), max(ts_ns + greatest(coalesce(dur_ns, 0), 0))
+                FROM read_parquet('{_q(str(tmp / 'events.parquet'))}') WHERE phase IS DISTINCT FROM 'M'"""
+        ).fetchone()
+    finally:
+        con.close()
+    meta = layout.metadata
+    rank, world = _rank_from(layout, path)
+    if overlaps:
+        warnings = {**warnings, "partially overlapping event pairs": overlaps}
+    trace_name = meta.get("traceName")
+    row = {
+        "run_id": [run_id],
+        "name": [name],
+        "labels": [list(labels.items())],
+        "source_path": [str(path)],
+        "source_bytes": [path.stat().st_size],
+        "event_count": [count],
+        "rank": [rank],
+        "world_size": [world],
+        "base_time_ns": [_int_or_none(meta.get("baseTimeNanoseconds")) or 0],
+        "start_ns": [start],
+        "end_ns": [end],
+        "trace_format": [layout.trace_format],
+        "schema_version": [_int_or_none(meta.get("schemaVersion"))],
+        "trace_name": [trace_name if isinstance(trace_name, str) else None],
+        "distributed_info": [_json_or_none(meta.get("distributedInfo"))],
+        "device_properties": [_json_or_none(meta.get("deviceProperties"))],
+        "metadata_json": [json.dumps(meta, ensure_ascii=False, default=float)],
+        "events_key_index": [layout.events_key_index],
+        "overlap_count": [overlaps],
+        "warnings": [sorted(warnings.items())],
+        "ingested_at": [datetime.now(timezone.utc).replace(tzinfo=None)],
+        "tool_version": [__version__],
+        "ingest_seconds": [seconds],
+    }
+    pq.write_table(pa.Table.from_pydict(row, schema=arrow_schemas()["runs"]), tmp / "runs.parquet")
+
+
+def _q(text: str) -> str:
+    """A path inside a single-quoted SQL literal."""
+    return text.replace("'", "''")

@@ -1,0 +1,283 @@
+"""Reading a trace file: plain or gzip, the top-level keys, and the events split into chunks.
+
+The events array is cut into chunks of whole events at a `}` `,` `{` boundary found by a
+cheap search. A cut inside a string or inside an event's args makes the chunk before it fail
+to parse as `[chunk]`, so a chunk that parses proves its boundaries were right; when one does
+not, the ingester falls back to the streaming parser (`iter_events_streaming`).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO
+
+from ..errors import InputError
+
+BLOCK = 8 << 20
+_SPLIT = re.compile(rb"\}\s*,\s*\{")
+_STRUCT = re.compile(rb'["{}\[\]]')
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.S)
+_WS = b" \t\r\n"
+
+
+class NotParseable(Exception):
+    """The fast splitter cannot handle this file; use the streaming parser."""
+
+
+@dataclass
+class TraceLayout:
+    """Top-level structure of a trace file."""
+
+    trace_format: str  # "object" or "array"
+    header: dict = field(default_factory=dict)  # top-level keys before traceEvents
+    trailer: dict = field(default_factory=dict)  # top-level keys after traceEvents
+
+    @property
+    def metadata(self) -> dict:
+        return {**self.header, **self.trailer}
+
+    @property
+    def events_key_index(self) -> int:
+        return len(self.header)
+
+
+class RawSource:
+    """A trace file opened for reading, decompressed if gzip; counts raw bytes read."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            self.raw: BinaryIO = open(path, "rb")
+        except FileNotFoundError:
+            raise InputError(f"{path}: no such file", "Check the path") from None
+        except IsADirectoryError:
+            raise InputError(f"{path}: is a directory") from None
+        except OSError as e:
+            raise InputError(f"{path}: cannot read ({e.strerror})") from None
+        magic = self.raw.read(2)
+        self.raw.seek(0)
+        self.is_gzip = magic == b"\x1f\x8b"
+        self.stream: BinaryIO = gzip.GzipFile(fileobj=self.raw, mode="rb") if self.is_gzip else self.raw
+
+    @property
+    def raw_bytes_read(self) -> int:
+        return self.raw.tell()
+
+    def read(self, n: int = BLOCK) -> bytes:
+        try:
+            return self.stream.read(n)
+        except EOFError:
+            raise InputError(
+                f"{self.path}: the gzip stream ends early (truncated file)",
+                "Re-copy the file, or check that the profiler finished writing it",
+            ) from None
+        except (gzip.BadGzipFile, zlib.error) as e:
+            raise InputError(f"{self.path}: corrupt gzip data ({e})", "Re-copy the file") from None
+
+    def close(self) -> None:
+        self.raw.close()
+
+    def __enter__(self) -> RawSource:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _skip_ws(buf: bytes, pos: int) -> int:
+    n = len(buf)
+    while pos < n and buf[pos] in _WS:
+        pos += 1
+    return pos
+
+
+def _find_events_start(buf: bytes) -> tuple[int, int] | None:
+    """In a buffer starting at the top-level `{`: (start of the "traceEvents" key, position
+    after its `[`). None when more data is needed. Raises NotATrace-style InputError."""
+    depth = 0
+    pos = 0
+    n = len(buf)
+    while True:
+        m = _STRUCT.search(buf, pos)
+        if m is None:
+            return None
+        c = buf[m.start()]
+        if c == 0x22:  # '"'
+            s = _STRING.match(buf, m.start())
+            if s is None:
+                return None
+            end = s.end()
+            if depth == 1:
+                after = _skip_ws(buf, end)
+                if after >= n:
+                    return None
+                if buf[after] == 0x3A and s.group() == b'"traceEvents"':  # ':'
+                    val = _skip_ws(buf, after + 1)
+                    if val >= n:
+                        return None
+                    if buf[val] != 0x5B:  # '['
+                        raise ValueError("traceEvents is not a list")
+                    return m.start(), val + 1
+            pos = end
+            continue
+        if c in (0x7B, 0x5B):
+            depth += 1
+        else:
+            depth -= 1
+            if depth == 0:
+                raise ValueError("no traceEvents key")
+        pos = m.start() + 1
+
+
+def _parse_header(text: bytes) -> dict:
+    text = text.rstrip()
+    if text.endswith(b","):
+        text = text[:-1]
+    value = json.loads(text + b"}")
+    if not isinstance(value, dict):
+        raise NotParseable("header")
+    return value
+
+
+class ChunkedEvents:
+    """Splits the traceEvents array of a source into chunks of whole events (raw JSON text)."""
+
+    def __init__(self, source: RawSource, block: int = BLOCK) -> None:
+        self.source = source
+        self.block = block
+        self.layout: TraceLayout | None = None
+        self._buf = b""
+
+    def open(self) -> TraceLayout:
+        """Read up to the first event and return the layout (header known, trailer not yet)."""
+        buf = b""
+        while True:
+            data = self.source.read(self.block)
+            buf += data
+            start = _skip_ws(buf, 0)
+            if buf[start:start + 3] == b"\xef\xbb\xbf":
+                start = _skip_ws(buf, start + 3)
+            if start >= len(buf):
+                if not data:
+                    raise InputError(f"{self.source.path}: the file is empty", "Give a Chrome trace (.json or .json.gz)")
+                continue
+            first = buf[start]
+            if first == 0x5B:  # '[': legacy top-level array
+                self.layout = TraceLayout("array")
+                self._buf = buf[start + 1:]
+                return self.layout
+            if first != 0x7B:
+                raise InputError(
+                    f"{self.source.path}: not JSON (starts with {bytes(buf[start:start + 12])!r})",
+                    "Give a Chrome trace (.json or .json.gz)",
+                )
+            try:
+                found = _find_events_start(buf[start:])
+            except ValueError as e:
+                raise InputError(
+                    f"{self.source.path}: not a trace ({e})",
+                    "A PyTorch profiler trace is a JSON object with a traceEvents list",
+                ) from None
+            if found is None:
+                if not data:
+                    raise InputError(f"{self.source.path}: not a trace (no traceEvents list before the end of the file)",
+                                     "A PyTorch profiler trace is a JSON object with a traceEvents list")
+                continue
+            key_start, events_start = found
+            try:
+                header = _parse_header(buf[start:start + key_start])
+            except (ValueError, NotParseable):
+                raise NotParseable("header") from None
+            self.layout = TraceLayout("object", header=header)
+            self._buf = buf[start + events_start:]
+            return self.layout
+
+    def chunks(self) -> Iterator[bytes]:
+        """Yield event text chunks (each parses as a JSON array when wrapped in brackets)."""
+        assert self.layout is not None
+        buf = self._buf
+        self._buf = b""
+        while True:
+            data = self.source.read(self.block)
+            if not data:
+                break
+            buf += data
+            cut = self._last_split(buf)
+            if cut is not None:
+                end, nxt = cut
+                yield buf[:end]
+                buf = buf[nxt:]
+        events, trailer = self._finish(buf)
+        self.layout.trailer = trailer
+        if events.strip():
+            yield events
+
+    @staticmethod
+    def _last_split(buf: bytes) -> tuple[int, int] | None:
+        n = len(buf)
+        window = 1 << 18
+        lo = max(0, n - window)
+        while True:
+            last = None
+            for last in _SPLIT.finditer(buf, lo):
+                pass
+            if last is not None:
+                return last.start() + 1, last.end() - 1
+            if lo == 0:
+                return None
+            lo = max(0, lo - window * 8)
+
+    def _finish(self, buf: bytes) -> tuple[bytes, dict]:
+        """Split the last buffer into (remaining events text, trailer keys).
+
+        The array's closing `]` is the last `]` whose tail parses as the rest of the top-level
+        object and whose last event parses; trailers can hold `]` inside strings and lists.
+        """
+        assert self.layout is not None
+        pos = len(buf)
+        for _ in range(10000):
+            p = buf.rfind(b"]", 0, pos)
+            if p < 0:
+                break
+            pos = p
+            head = buf[:p].rstrip()
+            if head and not head.endswith(b"}"):
+                continue
+            tail = buf[p + 1:].strip()
+            if self.layout.trace_format == "array":
+                if tail:
+                    continue
+                trailer: object = {}
+            elif tail == b"}":
+                trailer = {}
+            elif tail.startswith(b",") and tail.endswith(b"}"):
+                try:
+                    trailer = json.loads(b"{" + tail[1:])
+                except ValueError:
+                    continue
+            else:
+                continue
+            if isinstance(trailer, dict) and (not head or _parses(head[self._last_event_start(head):])):
+                return buf[:p], trailer
+        raise NotParseable("end of traceEvents not found")
+
+    @staticmethod
+    def _last_event_start(text: bytes) -> int:
+        last = None
+        for last in _SPLIT.finditer(text, max(0, len(text) - (1 << 20))):
+            pass
+        return last.end() - 1 if last is not None else 0
+
+
+def _parses(events_text: bytes) -> bool:
+    try:
+        json.loads(b"[" + events_text + b"]")
+        return True
+    except (ValueError, RecursionError):
+        return False

@@ -1,0 +1,65 @@
+"""Shared fixtures: the shared real traces (required in CI), and tiny hand-made traces."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED_TRACES = ROOT.parent / "shared" / "traces"
+SAMPLES = ROOT / "samples"
+
+# Files under shared/traces that are JSON but not Chrome traces (no traceEvents list).
+NOT_TRACES = {
+    "public/AMD-AGI__TraceLens/tests/traces/tracediff_test/cpu_op_map_trace1.json",
+    "public/facebookresearch__HolisticTraceAnalysis/tests/data/execution_trace/benchmark_simple_add_et.json.gz",
+}
+
+
+def shared_dir() -> Path:
+    """The shared traces; a missing directory fails under CI and skips elsewhere."""
+    if not SHARED_TRACES.is_dir():
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"shared traces missing at {SHARED_TRACES} (required when CI=true)")
+        pytest.skip("shared traces not present")
+    return SHARED_TRACES
+
+
+def all_shared_files() -> list[str]:
+    """Relative paths of every .json/.json.gz under shared/traces (collected at import time)."""
+    if not SHARED_TRACES.is_dir():
+        return ["<missing shared traces>"]
+    files = [p for p in SHARED_TRACES.rglob("*") if p.is_file() and p.name.endswith((".json", ".json.gz"))]
+    return sorted(str(p.relative_to(SHARED_TRACES)) for p in files)
+
+
+def shared_trace_files() -> list[str]:
+    return [f for f in all_shared_files() if f not in NOT_TRACES]
+
+
+def load_json(path: Path, exact: bool = True):
+    """The trace as plain `json` sees it (the independent reference); floats as Decimal when exact."""
+    opener = gzip.open if path.read_bytes()[:2] == b"\x1f\x8b" else open
+    with opener(path, "rb") as f:
+        return json.loads(f.read(), parse_float=Decimal if exact else float)
+
+
+def trace_events(doc) -> list:
+    return doc if isinstance(doc, list) else doc["traceEvents"]
+
+
+def write_trace(path: Path, events: list, **top) -> Path:
+    """A hand-made Kineto-style trace file."""
+    doc = {"schemaVersion": 1, **top, "traceEvents": events, "traceName": str(path.name)}
+    path.write_text(json.dumps(doc))
+    return path
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    return tmp_path / "store"

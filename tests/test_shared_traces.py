@@ -1,0 +1,67 @@
+"""Every shared trace ingests, keeps every event, and exports back to the same trace."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+import traceduck
+from traceduck.export import export_run
+from traceduck.store import Store
+
+from conftest import NOT_TRACES, load_json, shared_dir, shared_trace_files, trace_events
+from roundtrip import trace_difference
+
+
+@pytest.fixture(scope="session")
+def shared_store(tmp_path_factory):
+    root = shared_dir()
+    path = tmp_path_factory.mktemp("shared") / "store"
+    results = {rel: traceduck.ingest(root / rel, store=path)[0] for rel in shared_trace_files()}
+    return path, results
+
+
+@pytest.mark.parametrize("rel", shared_trace_files())
+def test_counts_and_export_round_trip(shared_store, rel, tmp_path):
+    path, results = shared_store
+    run_id = results[rel].run_id
+    original = load_json(shared_dir() / rel)
+    with traceduck.open(path) as db:
+        count = db.sql("SELECT count(*) FROM events WHERE run_id = ?", [run_id]).fetchall()[0][0]
+        event_count = db.sql("SELECT event_count FROM runs WHERE run_id = ?", [run_id]).fetchall()[0][0]
+    assert count == len(trace_events(original))
+    assert event_count == count
+    out = tmp_path / "export.json"
+    export_run(Store(path), run_id, out)
+    assert trace_difference(original, load_json(out)) is None
+
+
+def test_byte_identical_files_are_one_run(shared_store):
+    _, results = shared_store
+    by_run = {}
+    for rel, r in results.items():
+        by_run.setdefault(r.run_id, []).append((rel, r.skipped))
+    pairs = [v for v in by_run.values() if len(v) > 1]
+    assert len(pairs) == 3  # rank_non_gpu, sampled_rank-0, simple_add are each stored twice
+    for pair in pairs:
+        assert [skipped for _, skipped in pair] == [False, True]
+
+
+def test_every_run_is_in_one_store(shared_store):
+    path, results = shared_store
+    with traceduck.open(path) as db:
+        n_runs = db.sql("SELECT count(*) FROM runs").fetchall()[0][0]
+    assert n_runs == len({r.run_id for r in results.values()}) == len(results) - 3
+
+
+@pytest.mark.parametrize("rel", sorted(NOT_TRACES))
+def test_files_that_are_not_traces_fail_in_one_line(rel, tmp_path):
+    path = shared_dir() / rel
+    proc = subprocess.run([sys.executable, "-m", "traceduck", "ingest", str(path), "--store", str(tmp_path / "s")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 1
+    assert proc.stderr == f"Error: {path}: not a trace (no traceEvents key). A PyTorch profiler trace is a JSON object with a traceEvents list.\n"
+    assert "Traceback" not in proc.stderr
+    assert not list((tmp_path / "s" / "runs").iterdir())
