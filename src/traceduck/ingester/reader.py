@@ -148,9 +148,9 @@ def _parse_header(text: bytes) -> dict:
 class ChunkedEvents:
     """Splits the traceEvents array of a source into chunks of whole events (raw JSON text)."""
 
-    def __init__(self, source: RawSource, block: int = BLOCK) -> None:
+    def __init__(self, source: RawSource, block: int | None = None) -> None:
         self.source = source
-        self.block = block
+        self.block = block or BLOCK
         self.layout: TraceLayout | None = None
         self._buf = b""
 

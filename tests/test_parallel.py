@@ -1,0 +1,83 @@
+"""The parallel path (worker processes, many chunks) gives exactly what one process gives,
+and chunk boundaries that land inside strings or args fall back to the streaming parser."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+import traceduck
+from traceduck.export import export_run
+from traceduck.ingester import pipeline, reader
+from traceduck.store import Store
+
+from conftest import ROOT, load_json, shared_dir, trace_events, write_trace
+from roundtrip import trace_difference
+
+TABLES = {
+    "events": "* EXCLUDE (run_id)",
+    "args": "* EXCLUDE (run_id)",
+    "shapes": "* EXCLUDE (run_id)",
+    "stacks": "* EXCLUDE (run_id)",
+}
+
+
+def _table_rows(store, table):
+    with traceduck.open(store) as db:
+        return db.sql(f"SELECT {TABLES[table]} FROM {table} ORDER BY ALL").fetchall()
+
+
+@pytest.fixture
+def grown_trace(tmp_path):
+    out = tmp_path / "grown.json"
+    tool = shared_dir().parent / "tools" / "bigtrace.py"
+    subprocess.run([sys.executable, str(tool), str(shared_dir() / "cpu/full.json"), str(out), "--copies", "4"],
+                   check=True, capture_output=True)
+    return out
+
+
+def test_workers_and_small_chunks_match_one_process(grown_trace, tmp_path, monkeypatch):
+    one = tmp_path / "one"
+    traceduck.ingest(grown_trace, store=one, jobs=1)
+    monkeypatch.setattr(pipeline, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(reader, "BLOCK", 1 << 18)
+    many = tmp_path / "many"
+    result = traceduck.ingest(grown_trace, store=many, jobs=2)[0]
+    assert result.events == len(trace_events(load_json(grown_trace, exact=False)))
+    for table in TABLES:
+        assert _table_rows(one, table) == _table_rows(many, table), table
+    out = tmp_path / "back.json"
+    export_run(Store(many), result.run_id, out)
+    assert trace_difference(load_json(grown_trace), load_json(out)) is None
+
+
+def test_awkward_text_survives_any_chunking(tmp_path, monkeypatch):
+    events = []
+    for i in range(300):
+        events.append({"ph": "X", "cat": "cpu_op", "name": f'op}}, {{"x": [{i}]}}, {{', "pid": 1, "tid": 1,
+                       "ts": 1000.5 + i, "dur": 0.25,
+                       "args": {"objs": [{"a": i}, {"b": "}, {"}], "s": 'q"}, {', "n": None, "f": 1.5}})
+    path = write_trace(tmp_path / "awkward.json", events, deviceProperties=[{"id": 0}])
+    monkeypatch.setattr(reader, "BLOCK", 97)
+    calls = []
+    streaming = pipeline._convert_streaming
+    monkeypatch.setattr(pipeline, "_convert_streaming", lambda *a: calls.append(1) or streaming(*a))
+    result = traceduck.ingest(path, store=tmp_path / "s")[0]
+    assert result.events == 300
+    assert calls == [1]  # a cut landed inside a string, so the streaming parser took over
+    out = tmp_path / "back.json"
+    export_run(Store(tmp_path / "s"), result.run_id, out)
+    assert trace_difference(json.loads(path.read_text()), json.loads(out.read_text())) is None
+
+
+def test_python_api_returns_duckdb_relations(tmp_path):
+    store = tmp_path / "s"
+    traceduck.ingest(ROOT / "samples" / "buggy.json.gz", store=store)
+    db = traceduck.open(store)
+    rel = db.sql("SELECT name, count(*) AS n FROM events GROUP BY name ORDER BY n DESC LIMIT 3")
+    table = rel.to_arrow_table()
+    assert table.column_names == ["name", "n"] and table.num_rows == 3
+    assert [r[0] for r in rel.fetchall()] == table.column("name").to_pylist()

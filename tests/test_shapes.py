@@ -1,0 +1,69 @@
+"""shapes: one row per op input (TensorList members apart), dims as real BIGINT[] lists."""
+
+from __future__ import annotations
+
+import traceduck
+
+from conftest import load_json, shared_dir, trace_events, write_trace
+
+def _expected_rows(events):
+    rows = []
+    for i, e in enumerate(events):
+        a = e.get("args") or {}
+        dims = a.get("Input Dims", a.get("Input dims"))
+        if not isinstance(dims, list):
+            continue
+        types = a.get("Input type") or []
+        for k, d in enumerate(dims):
+            t = types[k] if k < len(types) else None
+            if d and all(isinstance(x, list) for x in d):
+                rows += [(i, k, m, md, t) for m, md in enumerate(d)]
+            else:
+                rows.append((i, k, None, d, t))
+    return rows
+
+
+def test_shapes_match_input_dims(store):
+    path = shared_dir() / "cpu/train.json.gz"
+    events = trace_events(load_json(path, exact=False))
+    expected = _expected_rows(events)
+    traceduck.ingest(path, store=store)
+    with traceduck.open(store) as db:
+        got = db.sql("SELECT event_id, input_index, member_index, dims, dtype FROM shapes "
+                     "ORDER BY event_id, input_index, member_index NULLS FIRST").fetchall()
+        members = db.sql("SELECT count(*) FROM shapes WHERE member_index IS NOT NULL").fetchall()[0][0]
+        typ = db.sql("SELECT typeof(dims) FROM shapes LIMIT 1").fetchall()[0][0]
+    assert [tuple(r) for r in got] == expected
+    assert members > 0  # aten::cat takes a TensorList
+    assert typ == "BIGINT[]"
+
+
+def test_bytes_of_the_whole_cache_cast(store):
+    traceduck.ingest(shared_dir() / "cpu/full.json", store=store)
+    with traceduck.open(store) as db:
+        rows = db.sql("""SELECT s.input_index, s.dims, s.dtype, s.numel, s.elem_bytes, s.bytes
+                         FROM events e JOIN shapes s USING (run_id, event_id)
+                         WHERE e.name = 'aten::copy_' AND s.dims = [65536, 1, 576]
+                         ORDER BY e.event_id, s.input_index LIMIT 2""").fetchall()
+    n = 65536 * 576
+    assert rows == [(0, [65536, 1, 576], "c10::BFloat16", n, 2, 2 * n),
+                    (1, [65536, 1, 576], "c10::Float8_e4m3fn", n, 1, n)]
+
+
+def test_scalars_and_odd_inputs(tmp_path, store):
+    args = {"Input Dims": [[2, 3], [], [], [[4], [5, 6]], "x"],
+            "Input type": ["float", "Scalar", "c10::Half", "TensorList", "long int"],
+            "Concrete Inputs": ["", "1.5", "", "", ""]}
+    ev = {"ph": "X", "cat": "cpu_op", "name": "aten::op", "pid": 1, "tid": 1, "ts": 1.0, "dur": 2.0, "args": args}
+    traceduck.ingest(write_trace(tmp_path / "s.json", [ev]), store=store)
+    with traceduck.open(store) as db:
+        rows = db.sql("""SELECT input_index, member_index, dims, dtype, concrete, numel, bytes FROM shapes
+                         ORDER BY input_index, member_index NULLS FIRST""").fetchall()
+    assert rows == [
+        (0, None, [2, 3], "float", "", 6, 24),
+        (1, None, [], "Scalar", "1.5", None, None),
+        (2, None, [], "c10::Half", "", 1, 2),  # a 0-dim tensor
+        (3, 0, [4], "TensorList", "", 4, None),
+        (3, 1, [5, 6], "TensorList", "", 30, None),
+        (4, None, None, "long int", "", None, None),  # dims that are not a list
+    ]

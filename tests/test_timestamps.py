@@ -1,0 +1,59 @@
+"""Timestamps are exact integer nanoseconds: base + ts(us) * 1000 with no float rounding."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import traceduck
+
+from conftest import load_json, shared_dir, trace_events
+
+TRACE_TEXT = """{
+  "schemaVersion": 1,
+  "baseTimeNanoseconds": 1790857026000000000,
+  "traceEvents": [
+  {"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 5368471939812.849, "dur": 28.080},
+  {"ph": "X", "cat": "cpu_op", "name": "b", "pid": 1, "tid": 1, "ts": 4458676522690.655, "dur": 0.001},
+  {"ph": "X", "cat": "cpu_op", "name": "c", "pid": 1, "tid": 1, "ts": 8796093022207.999, "dur": 1}
+  ],
+  "traceName": "t.json"
+}"""
+
+
+def _times(store, name):
+    with traceduck.open(store) as db:
+        return db.sql("SELECT name, ts_ns, dur_ns FROM events ORDER BY event_id").fetchall()
+
+
+def test_three_decimal_floats_give_exact_ns(tmp_path, store):
+    path = tmp_path / "t.json"
+    path.write_text(TRACE_TEXT)
+    traceduck.ingest(path, store=store)
+    base = 1790857026000000000
+    assert _times(store, "t") == [
+        ("a", base + 5368471939812849, 28080),
+        ("b", base + 4458676522690655, 1),
+        ("c", base + 8796093022207999, 1000),
+    ]
+
+
+def test_epoch_microsecond_floats_keep_their_decimals(tmp_path, store):
+    # Floats near 1.7e15 us cannot hold 3 decimals exactly; ingest reads their decimal text.
+    path = tmp_path / "epoch.json"
+    path.write_text('{"traceEvents": [{"ph": "X", "name": "k", "pid": 0, "tid": 7, '
+                    '"ts": 1712195495519689.047, "dur": 63.813}, '
+                    '{"ph": "X", "name": "i", "pid": 0, "tid": 7, "ts": 1623212756351, "dur": 3}]}')
+    traceduck.ingest(path, store=store)
+    assert _times(store, "epoch") == [("k", 1712195495519689047, 63813), ("i", 1623212756351000, 3000)]
+
+
+def test_shared_epoch_float_trace_is_exact(store):
+    rel = "public/facebookresearch__HolisticTraceAnalysis/tests/data/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"
+    path = shared_dir() / rel
+    events = trace_events(load_json(path))
+    expected = [int(Decimal(e["ts"]) * 1000) if "ts" in e else None for e in events]
+    traceduck.ingest(path, store=store)
+    with traceduck.open(store) as db:
+        got = [r[0] for r in db.sql("SELECT ts_ns FROM events ORDER BY event_id").fetchall()]
+    assert got == expected
+    assert any(t % 1000 for t in expected if t)  # the sub-microsecond digits are really there
