@@ -1,6 +1,6 @@
--- The largest tensor copies/casts, grouped by run, shape, source dtype and Python call site.
--- The call site is the innermost frame of the op's Python stack outside torch itself.
 WITH copies AS (
+  -- The largest tensor copies/casts, grouped by run, shape, source dtype and Python call site.
+  -- The call site is the innermost frame of the op's Python stack outside torch itself.
   SELECT e.run_id, e.dur_ns, s.dims, s.dtype,
          (SELECT arg_min(f.frame, f.frame_index) FROM stacks f
            WHERE f.run_id = e.run_id AND f.stack_id = e.stack_id AND f.file NOT LIKE 'torch/%') AS call_site

@@ -150,3 +150,19 @@ def test_help_lists_every_command():
     assert p.returncode == 0
     for cmd in ("ingest", "runs", "sql", "export"):
         assert cmd in p.stdout
+
+
+def test_readme_example_query(store):
+    """The README's main job: the whole-cache cast tops the list, with its call site."""
+    td("ingest", SAMPLES, "--store", store, "-q")
+    query = (SAMPLES.parent / "examples" / "largest-copies.sql").read_text()
+    rows = json.loads(td("sql", query, "--store", store, "-f", "json").stdout)
+    # independent: the buggy sample's fp8 -> bf16 copies of the whole [16384, 1, 576] cache
+    doc = json.loads(gzip.decompress(BUGGY.read_bytes()))
+    cache_copies = [e for e in doc["traceEvents"] if e.get("name") == "aten::copy_"
+                    and e["args"]["Input Dims"][1] == [16384, 1, 576]]
+    top = rows[0]
+    assert (top["run"], top["dims"], top["src_dtype"]) == ("buggy", [16384, 1, 576], "c10::Float8_e4m3fn")
+    assert top["calls"] == len(cache_copies) == 6  # 2 layers x 3 profiled steps
+    assert top["call_site"] == "tinydecoder.py(31): _read_cache"
+    assert top["total_ms"] == round(sum(int(round(e["dur"] * 1000)) for e in cache_copies) / 1e6, 2)
