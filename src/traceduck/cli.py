@@ -106,11 +106,13 @@ def _ingest_with_progress(files, store, name, labels, force, jobs):
         started = {}
 
         def progress(path: Path, raw_bytes: int, events: int) -> None:
-            if path not in tasks:
+            if path not in tasks:  # first report: after the file's first chunk
                 tasks[path] = bar.add_task(f"ingesting {path.name}", total=path.stat().st_size, events="")
-                started[path] = time.perf_counter()
-            rate = events / max(time.perf_counter() - started[path], 1e-6)
-            bar.update(tasks[path], completed=raw_bytes, events=f"{events:,} events, {rate / 1000:,.0f}k/s")
+                started[path] = (time.perf_counter(), events)
+            t0, n0 = started[path]
+            elapsed = time.perf_counter() - t0
+            rate = f", {(events - n0) / elapsed / 1000:,.0f}k events/s" if elapsed > 0.2 else ""
+            bar.update(tasks[path], completed=raw_bytes, events=f"{events:,} events{rate}")
 
         return ingest_traces(files, store=store, name=name, labels=labels, force=force, jobs=jobs, progress=progress)
 
