@@ -83,6 +83,10 @@ CREATE TABLE events (
   depth INTEGER,
   -- True for events that run on a device (kernels, memcpy, memset, GPU annotations).
   on_device BOOLEAN,
+  -- The innermost CPU op (cpu_op, or legacy Operator without '#') that is this event or contains it on its thread.
+  cpu_op_id BIGINT,
+  -- The outermost CPU op that is this event or contains it on its thread (the top-level op).
+  top_op_id BIGINT,
   -- The `External id` arg (links CPU ops, runtime calls and kernels), or NULL.
   external_id BIGINT,
   -- The `correlation` arg (links a runtime launch to its GPU work), or NULL.

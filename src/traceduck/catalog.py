@@ -38,7 +38,7 @@ class Relation:
     body: str = ""  # the CREATE statement
 
 
-_CREATE = re.compile(r"^CREATE\s+(?:OR\s+REPLACE\s+)?(TABLE|VIEW)\s+(\w+)", re.I)
+_CREATE = re.compile(r"^CREATE\s+(?:OR\s+REPLACE\s+)?(TABLE|VIEW)\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)", re.I)
 _COLUMN_DEF = re.compile(r"^\s*(\w+)\s+([A-Z][A-Z0-9_(), \[\]]*?)\s*,?\s*$")
 
 
@@ -107,6 +107,24 @@ def tables() -> dict[str, Relation]:
     """The store's tables, by name, as documented in sql/tables.sql."""
     text = (sql_dir() / "tables.sql").read_text()
     return {r.name: r for r in parse_sql_file(text) if r.kind == "table"}
+
+
+@lru_cache(maxsize=1)
+def view_files() -> list[tuple[Path, str, list[Relation]]]:
+    """The view files of sql/views in load order: (path, SQL text, documented relations)."""
+    out = []
+    for path in sorted((sql_dir() / "views").glob("*.sql")):
+        text = path.read_text()
+        out.append((path, text, parse_sql_file(text)))
+    return out
+
+
+def documented_relations() -> dict[str, Relation]:
+    """Every documented table and view: the store's tables, then the views in load order."""
+    rels = dict(tables())
+    for _path, _text, relations in view_files():
+        rels.update({r.name: r for r in relations})
+    return rels
 
 
 @lru_cache(maxsize=1)

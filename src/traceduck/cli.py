@@ -145,6 +145,23 @@ def sql(
 
 
 @app.command()
+def schema(
+    name: Optional[str] = typer.Argument(None, help="A table or view; omit to list them all.", show_default=False),
+    store: Optional[Path] = StoreOpt,
+    format: Format = FormatOpt,
+) -> None:
+    """List the tables and views, or one's columns, with their documentation."""
+    with open_store(store) as db:
+        if name is None:
+            render(["name", "kind", "description"], db.relations(), format, sys.stdout)
+            return
+        doc, columns = db.describe(name)
+    if format == Format.table:
+        typer.echo(f"{name}: {doc}")
+    render(["column", "type", "description"], columns, format, sys.stdout)
+
+
+@app.command()
 def export(
     run: str = typer.Argument(..., help="Run id, unique run id prefix, or run name.", show_default=False),
     output: Path = typer.Option(..., "--output", "-o", help="Chrome trace to write (.json, or .json.gz to compress).",

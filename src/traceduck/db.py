@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import duckdb
 
-from .catalog import Relation, tables
+from . import reference
+from .catalog import Relation, documented_relations, tables, view_files
 from .errors import QueryError, RunSelectionError, StoreError
 from .store import Store
 
@@ -26,6 +27,17 @@ class Database:
         self._create_views()
 
     def _create_views(self) -> None:
+        self._create_tables()
+        for _path, text, relations in view_files():
+            self.con.execute(text)
+            for rel in relations:
+                self._comment(rel, rel.kind.upper())
+        for table, rows in reference.tables().items():
+            self.con.register("_rows", rows)
+            self.con.execute(f"INSERT INTO {table} SELECT * FROM _rows")
+            self.con.unregister("_rows")
+
+    def _create_tables(self) -> None:
         has_runs = bool(self.store.run_ids())
         for rel in tables().values():
             if has_runs:
@@ -57,6 +69,31 @@ class Database:
             return list(rel.columns), rel.fetchall()
         except duckdb.Error as e:
             raise QueryError(_first_line(str(e)), "Run `traceduck schema` to see the tables and columns") from None
+
+    def relations(self) -> list[tuple[str, str, str]]:
+        """(name, kind, documentation) of every documented table and view, in load order."""
+        out = []
+        for rel in documented_relations().values():
+            kind = "table" if rel.name in tables() else rel.kind
+            out.append((rel.name, kind, self._catalog_comment(rel.name) or ""))
+        return out
+
+    def describe(self, name: str) -> tuple[str, list[tuple[str, str, str]]]:
+        """(documentation, [(column, type, documentation)]) of one table or view, from DuckDB's catalog."""
+        known = documented_relations()
+        if name not in known:
+            raise RunSelectionError(f"no table or view named {name!r}", "Run `traceduck schema` to list them")
+        rows = self.con.execute(
+            "SELECT column_name, data_type, coalesce(comment, '') FROM duckdb_columns() "
+            "WHERE table_name = ? AND schema_name = 'main' ORDER BY column_index", [name]).fetchall()
+        return self._catalog_comment(name) or "", [tuple(r) for r in rows]
+
+    def _catalog_comment(self, name: str) -> str | None:
+        row = self.con.execute(
+            "SELECT comment FROM duckdb_views() WHERE view_name = ? AND schema_name = 'main' "
+            "UNION ALL SELECT comment FROM duckdb_tables() WHERE table_name = ? AND schema_name = 'main'",
+            [name, name]).fetchall()
+        return row[0][0] if row else None
 
     def runs(self) -> list[dict]:
         """Every run in the store, oldest ingest first."""

@@ -24,19 +24,24 @@ class Nester:
         self.parent = np.full(total_events, -1, dtype=np.int64)
         self.depth = np.full(total_events, -1, dtype=np.int32)
         self.stack = np.zeros(total_events, dtype=np.int64)
+        self.cpu_op = np.full(total_events, -1, dtype=np.int64)
+        self.top_op = np.full(total_events, -1, dtype=np.int64)
         self.overlap_count = 0
         self.stacks = stacks
-        self._open: list[tuple[int, int, int, int]] = []  # (end, event_id, depth, python stack)
+        # (end, event_id, depth, python stack, innermost cpu op, outermost cpu op); -1 = no op
+        self._open: list[tuple[int, int, int, int, int, int]] = []
         self._closed_early: list[int] = []  # ends of open events closed by a partial overlap
         self._track: int | None = None
 
     def feed(self, track: list[int], event_id: list[int], ts: list[int], end: list[int],
-             pyframe: list[str | None], call_stack: list[int | None]) -> None:
+             pyframe: list[str | None], call_stack: list[int | None], is_op: list[bool]) -> None:
         """Rows sorted by (track, ts, end descending, event_id), continuing the previous batch."""
         n = len(event_id)
         parent_out = [-1] * n
         depth_out = [0] * n
         stack_out = [0] * n
+        op_out = [-1] * n
+        top_out = [-1] * n
         open_ = self._open
         closed_early = self._closed_early
         current = self._track
@@ -61,12 +66,19 @@ class Nester:
                 closed_early[:] = [x for x in closed_early if x > t]
                 overlaps += sum(1 for x in closed_early if x < e)
             if open_:
-                _, p_id, p_depth, p_stack = open_[-1]
+                _, p_id, p_depth, p_stack, op, top = open_[-1]
                 parent_out[i] = p_id
                 d = p_depth + 1
             else:
                 p_stack = 0
                 d = 0
+                op = top = -1
+            if is_op[i]:
+                op = event_id[i]
+                if top < 0:
+                    top = op
+            op_out[i] = op
+            top_out[i] = top
             depth_out[i] = d
             frame = pyframe[i]
             if frame is not None:
@@ -76,10 +88,12 @@ class Nester:
                 node = p_stack
                 cs = call_stack[i]
                 stack_out[i] = cs if cs is not None else node
-            open_.append((e, event_id[i], d, node))
+            open_.append((e, event_id[i], d, node, op, top))
         self._track = current
         self.overlap_count += overlaps
         ids = np.asarray(event_id, dtype=np.int64)
         self.parent[ids] = parent_out
         self.depth[ids] = depth_out
         self.stack[ids] = stack_out
+        self.cpu_op[ids] = op_out
+        self.top_op[ids] = top_out

@@ -36,6 +36,9 @@ PARALLEL_MIN_BYTES = 24 << 20
 DEVICE_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset", "gpu_user_annotation", "memcpy", "memset",
                      "gpu_op", "mtia_ccp_events")
 TIMELINE_PHASES = ("X", "i", "I", "B", "n", "P")
+# CPU operators (2023+ `cpu_op`, 2021 `Operator`). Legacy record_function annotations written as
+# `Operator` (ProfilerStep#3, enumerate(DataLoader)#...) have a `#` in the name and are not ops.
+OP_CATEGORIES = ("cpu_op", "Operator")
 MERGE_MEMORY = "512MB"  # DuckDB's share while merging; it spills to disk beyond this
 NEST_BATCH = 1 << 18
 _RANK_IN_NAME = re.compile(r"(?:rank|worker)[-_]?(\d+)", re.I)
@@ -215,14 +218,16 @@ def _merge(path: Path, tmp: Path, parts: Path, layout: TraceLayout, results: lis
         # Sort the timeline events by track and time, in DuckDB; nest them in batches.
         con.execute(
             "CREATE TEMP TABLE p AS SELECT ?::BIGINT[] AS offsets, ?::VARCHAR[] AS device_categories, "
-            "?::VARCHAR[] AS timeline_phases",
-            [offsets, list(DEVICE_CATEGORIES), list(TIMELINE_PHASES)],
+            "?::VARCHAR[] AS timeline_phases, ?::VARCHAR[] AS op_categories",
+            [offsets, list(DEVICE_CATEGORIES), list(TIMELINE_PHASES), list(OP_CATEGORIES)],
         )
         reader = con.sql(
             f"""SELECT hash(list_contains(p.device_categories, lower(coalesce(x.category, ''))), x.pid, x.tid) AS track,
                        p.offsets[x.chunk + 1] + x.local_idx AS event_id, x.ts_ns,
                        x.ts_ns + greatest(coalesce(x.dur_ns, 0), 0) AS end_ns,
-                       CASE WHEN x.category = 'python_function' THEN x.name END AS pyframe, x.call_stack_id
+                       CASE WHEN x.category = 'python_function' THEN x.name END AS pyframe, x.call_stack_id,
+                       list_contains(p.op_categories, x.category)
+                         AND NOT (x.category = 'Operator' AND x.name LIKE '%#%') AS is_op
                 FROM read_parquet('{_q(str(parts / "events-*.parquet"))}') x, p
                 WHERE x.ts_ns IS NOT NULL AND list_contains(p.timeline_phases, x.phase)
                 ORDER BY track, x.ts_ns, end_ns DESC, event_id"""
@@ -231,7 +236,7 @@ def _merge(path: Path, tmp: Path, parts: Path, layout: TraceLayout, results: lis
         for batch in reader:
             cols = batch.to_pydict()
             nester.feed(cols["track"], cols["event_id"], cols["ts_ns"], cols["end_ns"], cols["pyframe"],
-                        cols["call_stack_id"])
+                        cols["call_stack_id"], cols["is_op"])
         del reader
         watch.lap("merge: nesting")
         _write_events(tmp, parts, results, offsets, run_id, base_ns, nester)
@@ -250,7 +255,7 @@ def _merge(path: Path, tmp: Path, parts: Path, layout: TraceLayout, results: lis
 
 
 # Sorted or nearly sorted integers (ids, times) compress far better delta-encoded than dictionary-encoded.
-_DELTA_COLUMNS = {"event_id", "ts_ns", "dur_ns", "parent_id", "external_id", "correlation", "python_id",
+_DELTA_COLUMNS = {"event_id", "ts_ns", "dur_ns", "parent_id", "cpu_op_id", "top_op_id", "external_id", "correlation", "python_id",
                   "python_parent_id", "seq_num", "int_value", "flow_id"}
 
 
@@ -278,6 +283,8 @@ def _write_events(tmp: Path, parts: Path, results: list[ChunkResult], offsets: l
             parent = nester.parent[sl]
             depth = nester.depth[sl]
             stack = nester.stack[sl]
+            cpu_op = nester.cpu_op[sl]
+            top_op = nester.top_op[sl]
             call_stack = part.column("call_stack_id")
             stack_col = pc.coalesce(call_stack, _masked(stack, stack == 0, pa.int64()))
             cols = {
@@ -288,6 +295,8 @@ def _write_events(tmp: Path, parts: Path, results: list[ChunkResult], offsets: l
                 "depth": _masked(depth, depth < 0, pa.int32()),
                 "on_device": pc.is_in(pc.utf8_lower(pc.fill_null(part.column("category"), "")), value_set=device),
                 "stack_id": stack_col,
+                "cpu_op_id": _masked(cpu_op, cpu_op < 0, pa.int64()),
+                "top_op_id": _masked(top_op, top_op < 0, pa.int64()),
             }
             arrays = [cols[f.name] if f.name in cols else part.column(f.name) for f in schema]
             writer.write_table(pa.Table.from_arrays(arrays, schema=schema))

@@ -1,0 +1,124 @@
+-- Runtime and driver calls that start GPU work: kernel launches (cudaLaunchKernel,
+-- cuLaunchKernelEx, hipExtModuleLaunchKernel, ...), graph launches (cudaGraphLaunch,
+-- hipGraphLaunch), async copies and sets (cudaMemcpyAsync, cudaMemsetAsync), in every schema
+-- (`cuda_runtime`, `cuda_driver`, legacy `Runtime`, `mtia_runtime`), with the CPU op that made them.
+-- @column run_id VARCHAR Run of the call.
+-- @column event_id BIGINT The runtime/driver event.
+-- @column name VARCHAR Call name, e.g. cudaLaunchKernel.
+-- @column pid VARCHAR Process id (text).
+-- @column tid VARCHAR Thread id (text).
+-- @column ts_ns BIGINT Start of the call, ns.
+-- @column dur_ns BIGINT Duration of the call, ns.
+-- @column correlation BIGINT Correlation id shared with the GPU work it started.
+-- @column is_graph_launch BOOLEAN True for CUDA/HIP graph launches (one call, many kernels).
+-- @column op_event_id BIGINT Innermost CPU op enclosing the call on its thread.
+-- @column op_name VARCHAR Name of that op.
+-- @column top_op_event_id BIGINT Outermost CPU op enclosing the call.
+-- @column top_op_name VARCHAR Name of the outermost op.
+-- @column stack_id BIGINT Python stack of the call.
+-- @column call_site VARCHAR Innermost user frame of the call's Python stack.
+-- @column step BIGINT Profiler step whose window contains the call.
+CREATE OR REPLACE VIEW launches AS
+SELECT l.run_id, l.event_id, l.name, l.pid, l.tid, l.ts_ns, l.dur_ns, l.correlation,
+       regexp_matches(l.name, 'GraphLaunch') AS is_graph_launch,
+       l.cpu_op_id AS op_event_id, o.name AS op_name, l.top_op_id AS top_op_event_id, t.name AS top_op_name,
+       l.stack_id, cs.call_site, st.step
+FROM events l
+LEFT JOIN events o ON o.run_id = l.run_id AND o.event_id = l.cpu_op_id
+LEFT JOIN events t ON t.run_id = l.run_id AND t.event_id = l.top_op_id
+LEFT JOIN call_sites cs ON cs.run_id = l.run_id AND cs.stack_id = l.stack_id
+LEFT JOIN event_steps st ON st.run_id = l.run_id AND st.event_id = l.event_id
+WHERE l.phase = 'X' AND l.category IN ('cuda_runtime', 'cuda_driver', 'Runtime', 'mtia_runtime', 'hip_runtime')
+  AND regexp_matches(l.name, '(?i)(launch|memcpy|memset)');
+
+-- GPU work (kernels, copies, sets) linked to the runtime call that launched it (by correlation),
+-- the CPU op that made that call, the op's Python call site and the profiler step. One macro
+-- for the three kinds; the views below select one kind each.
+CREATE OR REPLACE MACRO gpu_work(kinds) AS TABLE
+SELECT g.run_id, g.event_id, g.name, g.ts_ns, g.dur_ns,
+       coalesce(g.device, TRY_CAST(g.pid AS BIGINT)) AS device,
+       coalesce(g.stream, TRY_CAST(regexp_extract(g.tid, '(\d+)$', 1) AS BIGINT)) AS stream,
+       g.correlation, l.event_id AS launch_event_id, l.name AS launch_name,
+       g.ts_ns - l.ts_ns AS queue_delay_ns,
+       l.op_event_id, l.op_name, l.top_op_name, l.call_site, coalesce(l.is_graph_launch, false) AS is_graph_launched,
+       l.step, g.category
+FROM events g
+LEFT JOIN launches l ON l.run_id = g.run_id AND l.correlation = g.correlation
+WHERE g.phase = 'X' AND lower(g.category) IN (SELECT unnest(kinds));
+
+-- Every GPU kernel (`kernel`, legacy `Kernel`) with its launch, the CPU op behind it, the op's
+-- Python call site, whether it came from a CUDA/HIP graph, and the profiler step of its launch
+-- (GPU work often runs after its step's CPU window has ended). Kernels of one graph launch all
+-- link to that launch and its op: which op inside the captured graph issued each kernel cannot be
+-- known from the trace; profile without CUDA graphs to see it.
+-- @column run_id VARCHAR Run of the kernel.
+-- @column event_id BIGINT The kernel event.
+-- @column name VARCHAR Kernel name.
+-- @column ts_ns BIGINT Kernel start on the GPU, ns.
+-- @column dur_ns BIGINT Kernel duration, ns.
+-- @column device BIGINT GPU index (the `device` arg, else pid).
+-- @column stream BIGINT Stream (the `stream` arg, else the number in tid).
+-- @column correlation BIGINT Correlation id shared with the launching call.
+-- @column launch_event_id BIGINT The runtime/driver call that launched it (NULL when not in the trace).
+-- @column launch_name VARCHAR Name of that call, e.g. cudaLaunchKernel, cudaGraphLaunch.
+-- @column queue_delay_ns BIGINT Kernel start minus launch call start, ns.
+-- @column op_event_id BIGINT CPU op that made the launch call.
+-- @column op_name VARCHAR Name of that op.
+-- @column top_op_name VARCHAR Outermost CPU op around the launch.
+-- @column call_site VARCHAR Innermost user frame of the launch's Python stack.
+-- @column is_graph_launched BOOLEAN True when launched by a CUDA/HIP graph launch.
+-- @column step BIGINT Profiler step of the launching call.
+CREATE OR REPLACE VIEW gpu_kernels AS
+SELECT * EXCLUDE (category) FROM gpu_work(['kernel']);
+
+-- Every GPU memory copy (`gpu_memcpy`, legacy `Memcpy`) with its size, copy kind and launch.
+-- @column run_id VARCHAR Run of the copy.
+-- @column event_id BIGINT The copy event.
+-- @column name VARCHAR Event name, e.g. 'Memcpy HtoD (Pageable -> Device)'.
+-- @column ts_ns BIGINT Start on the GPU, ns.
+-- @column dur_ns BIGINT Duration, ns.
+-- @column device BIGINT GPU index.
+-- @column stream BIGINT Stream.
+-- @column correlation BIGINT Correlation id shared with the launching call.
+-- @column launch_event_id BIGINT The runtime call that started it.
+-- @column launch_name VARCHAR Name of that call, e.g. cudaMemcpyAsync.
+-- @column queue_delay_ns BIGINT Copy start minus call start, ns.
+-- @column op_event_id BIGINT CPU op that made the call.
+-- @column op_name VARCHAR Name of that op.
+-- @column top_op_name VARCHAR Outermost CPU op around the call.
+-- @column call_site VARCHAR Innermost user frame of the call's Python stack.
+-- @column is_graph_launched BOOLEAN True when started by a graph launch.
+-- @column step BIGINT Profiler step of the launching call.
+-- @column bytes BIGINT Bytes copied (the `bytes` arg; text in some ROCm traces).
+-- @column copy_kind VARCHAR HtoD, DtoH, DtoD, PtoP, ... from the event name.
+CREATE OR REPLACE VIEW gpu_memcpys AS
+SELECT w.* EXCLUDE (category),
+       (SELECT coalesce(a.int_value, TRY_CAST(a.real_value AS BIGINT), TRY_CAST(regexp_extract(a.string_value, '(\d+)', 1) AS BIGINT))
+          FROM args a WHERE a.run_id = w.run_id AND a.event_id = w.event_id AND a.key = 'bytes') AS bytes,
+       nullif(regexp_extract(w.name, 'Memcpy (\w+)', 1), '') AS copy_kind
+FROM gpu_work(['gpu_memcpy', 'memcpy']) w;
+
+-- Every GPU memory set (`gpu_memset`, legacy `Memset`) with its size and launch.
+-- @column run_id VARCHAR Run of the set.
+-- @column event_id BIGINT The set event.
+-- @column name VARCHAR Event name, e.g. 'Memset (Device)'.
+-- @column ts_ns BIGINT Start on the GPU, ns.
+-- @column dur_ns BIGINT Duration, ns.
+-- @column device BIGINT GPU index.
+-- @column stream BIGINT Stream.
+-- @column correlation BIGINT Correlation id shared with the launching call.
+-- @column launch_event_id BIGINT The runtime call that started it.
+-- @column launch_name VARCHAR Name of that call, e.g. cudaMemsetAsync.
+-- @column queue_delay_ns BIGINT Set start minus call start, ns.
+-- @column op_event_id BIGINT CPU op that made the call.
+-- @column op_name VARCHAR Name of that op.
+-- @column top_op_name VARCHAR Outermost CPU op around the call.
+-- @column call_site VARCHAR Innermost user frame of the call's Python stack.
+-- @column is_graph_launched BOOLEAN True when started by a graph launch.
+-- @column step BIGINT Profiler step of the launching call.
+-- @column bytes BIGINT Bytes set (the `bytes` arg).
+CREATE OR REPLACE VIEW gpu_memsets AS
+SELECT w.* EXCLUDE (category),
+       (SELECT coalesce(a.int_value, TRY_CAST(a.real_value AS BIGINT), TRY_CAST(regexp_extract(a.string_value, '(\d+)', 1) AS BIGINT))
+          FROM args a WHERE a.run_id = w.run_id AND a.event_id = w.event_id AND a.key = 'bytes') AS bytes
+FROM gpu_work(['gpu_memset', 'memset']) w;

@@ -1,0 +1,77 @@
+"""Reference rows loaded into every connection: dtypes, call-site rules, copy ops.
+
+They are tables (not constants baked into SQL) so a session can change them, e.g.
+`INSERT INTO call_site_rules VALUES ('vendored/%', 'vendored library')`.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import pyarrow as pa
+
+from .dtypes import DTYPES, SCALAR_TYPE_CODES
+
+CALL_SITE_RULES = [
+    ("torch/%", "torch itself"),
+    ("%/torch/%", "torch itself (absolute path)"),
+    ("<%", "interpreter pseudo-file such as <frozen os> or <string>"),
+    ("%/lib/python3.%", "the standard library by absolute path (the profiler writes site-packages paths relative)"),
+]
+
+# (op name, source input, destination input, dtype code in Concrete Inputs[1])
+COPY_OPS = [
+    ("aten::copy_", 1, 0, False),
+    ("aten::copy", 1, 0, False),
+    ("aten::to", 0, None, True),
+    ("aten::_to_copy", 0, None, True),
+    ("aten::clone", 0, None, False),
+    ("aten::contiguous", 0, None, False),
+    ("aten::index_copy_", 3, 0, False),
+    ("aten::index_copy", 3, None, False),
+    ("aten::_copy_from", 0, 1, False),
+    ("aten::_copy_from_and_resize", 0, 1, False),
+]
+
+
+def dtype_rows() -> pa.Table:
+    """One row per Kineto type name, plus ScalarType codes that no type name maps to."""
+    code_of = {name: code for code, (name, _size) in SCALAR_TYPE_CODES.items()}
+    rows = []
+    used = set()
+    for d in DTYPES.values():
+        code = code_of.get(d.canonical) if d.is_tensor else None
+        used.add(code)
+        rows.append((d.name, code, d.canonical if d.is_tensor else None, d.elem_bytes, d.is_tensor))
+    for code, (name, size) in SCALAR_TYPE_CODES.items():
+        if code not in used:
+            rows.append((None, code, name, size, True))
+    cols = list(zip(*rows))
+    return pa.table({
+        "type_name": pa.array(cols[0], pa.string()),
+        "scalar_type": pa.array(cols[1], pa.int32()),
+        "torch_name": pa.array(cols[2], pa.string()),
+        "elem_bytes": pa.array(cols[3], pa.int32()),
+        "is_tensor": pa.array(cols[4], pa.bool_()),
+    })
+
+
+def stdlib_module_names() -> list[str]:
+    return sorted(sys.stdlib_module_names)
+
+
+def tables() -> dict[str, pa.Table]:
+    """Rows of each reference table, by table name."""
+    rules = list(zip(*CALL_SITE_RULES))
+    ops = list(zip(*COPY_OPS))
+    return {
+        "dtypes": dtype_rows(),
+        "call_site_rules": pa.table({"pattern": list(rules[0]), "reason": list(rules[1])}),
+        "stdlib_modules": pa.table({"name": stdlib_module_names()}),
+        "copy_ops": pa.table({
+            "name": list(ops[0]),
+            "source_input": pa.array(ops[1], pa.int32()),
+            "dest_input": pa.array(ops[2], pa.int32()),
+            "has_dtype_arg": pa.array(ops[3], pa.bool_()),
+        }),
+    }
