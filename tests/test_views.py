@@ -169,3 +169,31 @@ def test_dtypes_cover_real_type_names(tmp_path):
     assert rows["long int"] == 8 and rows["float"] == 4 and rows["c10::complex<float>"] == 8
     assert rows["Scalar"] is None and rows["TensorList"] is None and rows[""] is None
     assert codes[15] == "bfloat16" and codes[24] == "float8_e4m3fn" and codes[6] == "float32"
+
+
+@pytest.mark.parametrize("key", ["cuda_graph", "amd_mi300", "schema_2021"])
+def test_gpu_work_gets_the_step_of_its_launch(gpu_store, key):
+    store, runs = gpu_store
+    events = trace_events(load_json(shared_dir() / GPU_TRACES[key]))
+    windows = [(ns(e["ts"]), ns(e["ts"]) + ns(e["dur"]), int(e["name"].split("#")[1])) for e in events
+               if e.get("cat") in ("user_annotation", "Operator") and e.get("name", "").startswith("ProfilerStep#")]
+    launch_ts = {e["args"]["correlation"]: ns(e["ts"]) for e in events
+                 if e.get("ph") == "X" and e.get("cat") in RUNTIME_CATS and LAUNCH_NAME.search(e["name"])}
+    expected = Counter()
+    late = 0  # kernels that start after their step's CPU window has ended
+    for k in events:
+        if k.get("cat") in ("kernel", "Kernel") and k["args"].get("correlation") in launch_ts:
+            t = launch_ts[k["args"]["correlation"]]
+            window = next(((a, b, s) for a, b, s in windows if a <= t < b), None)
+            expected[window[2] if window else None] += 1
+            late += window is not None and ns(k["ts"]) >= window[1]
+    with traceduck.open(store) as db:
+        got = Counter(dict(db.sql("SELECT step, count(*) FROM gpu_kernels WHERE run_id = ? AND launch_event_id IS NOT NULL "
+                                  "GROUP BY 1", [runs[key]]).fetchall()))
+        gpu_spans = db.sql("SELECT count(gpu_ts_ns) FROM steps WHERE run_id = ?", [runs[key]]).fetchall()[0][0]
+    assert got == expected
+    assert sum(n for step, n in expected.items() if step is not None) > 0
+    if key == "cuda_graph":
+        assert late > 1000  # still counted in their step
+    if key == "amd_mi300":
+        assert gpu_spans == len(windows) > 0

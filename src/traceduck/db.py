@@ -28,8 +28,12 @@ class Database:
 
     def _create_views(self) -> None:
         self._create_tables()
-        for _path, text, relations in view_files():
-            self.con.execute(text)
+        for path, text, relations in view_files():
+            try:
+                self.con.execute(text)
+            except duckdb.Error as e:
+                raise StoreError(f"cannot define the views of {path.name} over {self.store.path} ({_first_line(str(e))})",
+                                 "The store may come from another traceduck version: re-ingest its traces with --force") from None
             for rel in relations:
                 self._comment(rel, rel.kind.upper())
         for table, rows in reference.tables().items():
