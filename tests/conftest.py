@@ -63,3 +63,14 @@ def write_trace(path: Path, events: list, **top) -> Path:
 @pytest.fixture
 def store(tmp_path: Path) -> Path:
     return tmp_path / "store"
+
+
+@pytest.fixture(scope="session")
+def shared_store(tmp_path_factory):
+    """One store holding every shared trace: (store path, {relative path: IngestResult})."""
+    import traceduck
+
+    root = shared_dir()
+    path = tmp_path_factory.mktemp("shared") / "store"
+    results = {rel: traceduck.ingest(root / rel, store=path)[0] for rel in shared_trace_files()}
+    return path, results

@@ -15,14 +15,6 @@ from conftest import NOT_TRACES, load_json, shared_dir, shared_trace_files, trac
 from roundtrip import trace_difference
 
 
-@pytest.fixture(scope="session")
-def shared_store(tmp_path_factory):
-    root = shared_dir()
-    path = tmp_path_factory.mktemp("shared") / "store"
-    results = {rel: traceduck.ingest(root / rel, store=path)[0] for rel in shared_trace_files()}
-    return path, results
-
-
 @pytest.mark.parametrize("rel", shared_trace_files())
 def test_counts_and_export_round_trip(shared_store, rel, tmp_path):
     path, results = shared_store

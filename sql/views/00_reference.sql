@@ -12,5 +12,7 @@ CREATE TABLE IF NOT EXISTS dtypes (
   -- Bytes per element; NULL for non-tensor entries.
   elem_bytes INTEGER,
   -- True for tensor element types, false for Scalar, TensorList, '' and other non-tensor markers.
-  is_tensor BOOLEAN
+  is_tensor BOOLEAN,
+  -- c10::ScalarType name as printed in args such as a collective's `dtype`: Float, BFloat16, Long, ...
+  scalar_type_name VARCHAR
 );

@@ -15,6 +15,7 @@ from .api import expand_paths, ingest as ingest_traces, open as open_store
 from .errors import InputError, TraceduckError
 from .export import export_run
 from .render import Format, human_bytes, render
+from .reports import Report, all_reports, get_report, run_report
 from .store import Store
 
 app = typer.Typer(
@@ -159,6 +160,57 @@ def schema(
     if format == Format.table:
         typer.echo(f"{name}: {doc}")
     render(["column", "type", "description"], columns, format, sys.stdout)
+
+
+@app.command("reports")
+def list_reports(format: Format = FormatOpt) -> None:
+    """List the canned reports."""
+    rows = [(r.name, r.title, r.description) for r in all_reports().values()]
+    render(["report", "title", "description"], rows, format, sys.stdout)
+
+
+@app.command(context_settings={"help_option_names": []})
+def report(
+    name: Optional[str] = typer.Argument(None, help="Report name (see `traceduck reports`).", show_default=False),
+    store: Optional[Path] = StoreOpt,
+    run: list[str] = typer.Option([], "--run", "-r", help="Run id, unique prefix or name; repeatable [default: every run]."),
+    param: list[str] = typer.Option([], "--param", "-p", help="KEY=VALUE report parameter; repeatable."),
+    limit: Optional[int] = typer.Option(None, "--limit", "-n", min=0, help="At most this many rows."),
+    format: Format = FormatOpt,
+    help_: bool = typer.Option(False, "--help", "-h", help="Show this message, or a report's parameters and columns."),
+) -> None:
+    """Run a canned report. `traceduck report NAME --help` shows its parameters and columns."""
+    if help_ or name is None:
+        if name is None:
+            typer.echo(_command_help("report"))
+        else:
+            typer.echo(report_help(get_report(name)))
+        return
+    with open_store(store) as db:
+        columns, rows = run_report(db, name, runs=run, params=param, limit=limit)
+    render(columns, rows, format, sys.stdout)
+
+
+def _command_help(command: str) -> str:
+    import typer.main
+
+    cmd = typer.main.get_command(app)
+    sub = cmd.commands[command]  # type: ignore[attr-defined]
+    ctx = sub.make_context(f"traceduck {command}", [], resilient_parsing=True)
+    return sub.get_help(ctx)
+
+
+def report_help(r: Report) -> str:
+    """A report's title, description, parameters and columns as text."""
+    lines = [f"traceduck report {r.name}: {r.title}", "", r.description, ""]
+    lines.append("Parameters (--param KEY=VALUE):" if r.params else "Parameters: none")
+    for p in r.params:
+        choices = f" one of {'|'.join(p.choices)};" if p.choices else ""
+        lines.append(f"  {p.name} ({p.type}, default {p.default!r}):{choices} {p.doc}")
+    lines += ["", "Columns:"]
+    lines += [f"  {c.name} ({c.type}): {c.doc}" for c in r.columns]
+    lines += ["", "Options: --store DIR, --run RUN (repeatable), --param KEY=VALUE, --limit N, --format table|csv|json|markdown"]
+    return "\n".join(lines)
 
 
 @app.command()

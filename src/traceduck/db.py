@@ -17,8 +17,9 @@ def _literal(text: str) -> str:
 class Database:
     """A store opened for querying. Views `runs`, `events`, `args`, `shapes`, `stacks` span all runs."""
 
-    def __init__(self, store: Store, threads: int | None = None) -> None:
+    def __init__(self, store: Store, threads: int | None = None, run_ids: list[str] | None = None) -> None:
         self.store = store
+        self.run_ids = run_ids  # None: every run; else only these runs' files are read
         if not store.path.is_dir():
             raise StoreError(f"no store at {store.path}", "Run `traceduck ingest TRACE` first, or pass --store")
         self.con = duckdb.connect()
@@ -42,12 +43,15 @@ class Database:
             self.con.unregister("_rows")
 
     def _create_tables(self) -> None:
-        has_runs = bool(self.store.run_ids())
+        runs = self.store.run_ids() if self.run_ids is None else self.run_ids
         for rel in tables().values():
-            if has_runs:
-                glob = _literal(self.store.table_glob(rel.name))
+            if runs:
+                if self.run_ids is None:
+                    files = _literal(self.store.table_glob(rel.name))
+                else:
+                    files = "[" + ", ".join(_literal(str(self.store.run_dir(r) / f"{rel.name}.parquet")) for r in runs) + "]"
                 self.con.execute(
-                    f"CREATE OR REPLACE VIEW {rel.name} AS SELECT * FROM read_parquet({glob}, union_by_name = true)"
+                    f"CREATE OR REPLACE VIEW {rel.name} AS SELECT * FROM read_parquet({files}, union_by_name = true)"
                 )
                 kind = "VIEW"
             else:
@@ -66,6 +70,10 @@ class Database:
             return self.con.cursor().sql(query, params=params)
         except duckdb.Error as e:
             raise QueryError(_first_line(str(e)), "Run `traceduck schema` to see the tables and columns") from None
+
+    def scoped(self, run_ids: list[str]) -> Database:
+        """Another connection whose tables and views hold only these runs (reads only their files)."""
+        return Database(self.store, run_ids=list(run_ids))
 
     def fetch(self, rel: duckdb.DuckDBPyRelation) -> tuple[list[str], list[tuple]]:
         """Column names and rows of a relation; query errors become QueryError."""

@@ -103,6 +103,16 @@ SCALAR_TYPE_CODES: dict[int, tuple[str, int]] = {
 }
 
 
+# c10::ScalarType names as printed in args such as the `dtype` of collectives (Float, BFloat16, ...).
+SCALAR_TYPE_NAMES: dict[int, str] = {
+    0: "Byte", 1: "Char", 2: "Short", 3: "Int", 4: "Long", 5: "Half", 6: "Float", 7: "Double",
+    8: "ComplexHalf", 9: "ComplexFloat", 10: "ComplexDouble", 11: "Bool", 12: "QInt8", 13: "QUInt8",
+    14: "QInt32", 15: "BFloat16", 16: "QUInt4x2", 17: "QUInt2x4", 21: "Bits8", 22: "Bits16",
+    23: "Float8_e5m2", 24: "Float8_e4m3fn", 25: "Float8_e5m2fnuz", 26: "Float8_e4m3fnuz", 27: "UInt16",
+    28: "UInt32", 29: "UInt64", 44: "Float8_e8m0fnu", 45: "Float4_e2m1fn_x2",
+}
+
+
 def elem_bytes(type_name: str | None) -> int | None:
     """Bytes per element for a Kineto type name, None when unknown or not a tensor."""
     d = DTYPES.get(type_name) if type_name is not None else None

@@ -10,7 +10,7 @@ import sys
 
 import pyarrow as pa
 
-from .dtypes import DTYPES, SCALAR_TYPE_CODES
+from .dtypes import DTYPES, SCALAR_TYPE_CODES, SCALAR_TYPE_NAMES
 
 CALL_SITE_RULES = [
     ("torch/%", "torch itself"),
@@ -53,6 +53,7 @@ def dtype_rows() -> pa.Table:
         "torch_name": pa.array(cols[2], pa.string()),
         "elem_bytes": pa.array(cols[3], pa.int32()),
         "is_tensor": pa.array(cols[4], pa.bool_()),
+        "scalar_type_name": pa.array([SCALAR_TYPE_NAMES.get(c) for c in cols[1]], pa.string()),
     })
 
 

@@ -1,0 +1,41 @@
+-- title: GPU utilization
+-- description: Per run and device: compute, communication, memcpy and memset time, and idle time, each by interval union (overlaps counted once), as ns and percent of the profiled span.
+-- column: run_id VARCHAR -- the run
+-- column: run_name VARCHAR -- name of the run
+-- column: device BIGINT -- GPU index
+-- column: span_ns BIGINT -- profiled span of the run (first event start to last event end), ns
+-- column: busy_ns BIGINT -- time the device ran anything, ns
+-- column: compute_ns BIGINT -- time running compute kernels, ns
+-- column: communication_ns BIGINT -- time running collective kernels (NCCL, RCCL, ...), ns
+-- column: memcpy_ns BIGINT -- time copying memory, ns
+-- column: memset_ns BIGINT -- time setting memory, ns
+-- column: idle_ns BIGINT -- span minus busy, ns
+-- column: busy_pct DOUBLE -- busy share of the span, percent
+-- column: compute_pct DOUBLE -- compute share of the span, percent
+-- column: communication_pct DOUBLE -- communication share of the span, percent
+-- column: memcpy_pct DOUBLE -- memcpy share of the span, percent
+-- column: memset_pct DOUBLE -- memset share of the span, percent
+-- column: idle_pct DOUBLE -- idle share of the span, percent
+WITH lanes AS (
+  SELECT DISTINCT run_id, lane, device FROM activity WHERE lane LIKE 'gpu:%' AND run_id IN (SELECT run_id FROM report_runs)
+), b AS (
+  SELECT l.run_id, l.lane, l.device, r.name AS run_name, (r.end_ns - r.start_ns) AS span_ns,
+         coalesce(a.busy_ns, 0) AS busy_ns, coalesce(c.busy_ns, 0) AS compute_ns, coalesce(m.busy_ns, 0) AS communication_ns,
+         coalesce(cp.busy_ns, 0) AS memcpy_ns, coalesce(ms.busy_ns, 0) AS memset_ns
+  FROM lanes l JOIN runs r USING (run_id)
+  LEFT JOIN busy_time(['compute', 'communication', 'memcpy', 'memset'], false) a USING (run_id, lane)
+  LEFT JOIN busy_time(['compute'], false) c USING (run_id, lane)
+  LEFT JOIN busy_time(['communication'], false) m USING (run_id, lane)
+  LEFT JOIN busy_time(['memcpy'], false) cp USING (run_id, lane)
+  LEFT JOIN busy_time(['memset'], false) ms USING (run_id, lane)
+)
+SELECT run_id, run_name, device, span_ns, busy_ns, compute_ns, communication_ns, memcpy_ns, memset_ns,
+       span_ns - busy_ns AS idle_ns,
+       round(100.0 * busy_ns / nullif(span_ns, 0), 2) AS busy_pct,
+       round(100.0 * compute_ns / nullif(span_ns, 0), 2) AS compute_pct,
+       round(100.0 * communication_ns / nullif(span_ns, 0), 2) AS communication_pct,
+       round(100.0 * memcpy_ns / nullif(span_ns, 0), 2) AS memcpy_pct,
+       round(100.0 * memset_ns / nullif(span_ns, 0), 2) AS memset_pct,
+       round(100.0 * (span_ns - busy_ns) / nullif(span_ns, 0), 2) AS idle_pct
+FROM b
+ORDER BY run_id, device

@@ -1,0 +1,28 @@
+-- title: Ops by input shapes and call site
+-- description: Ops grouped by name, the dims of every input, and call site, with calls and self time: one big op or many small ones, and where. Filter with --param op=aten::mul.
+-- param: op VARCHAR = '' -- only ops with this name ('' for all ops)
+-- column: run_id VARCHAR -- run of the ops
+-- column: run_name VARCHAR -- name of the run
+-- column: name VARCHAR -- op name
+-- column: dims BIGINT[][] -- dims of every input, in input order ([] for scalars)
+-- column: call_site VARCHAR -- innermost user frame of the op's Python stack
+-- column: calls BIGINT -- number of calls
+-- column: self_dur_ns BIGINT -- total self time, ns
+-- column: self_pct DOUBLE -- share of the run's total op self time, percent
+-- column: total_dur_ns BIGINT -- total inclusive time, ns
+WITH ops AS (
+  SELECT o.*, (SELECT list(s.dims ORDER BY s.input_index) FROM shapes s
+               WHERE s.run_id = o.run_id AND s.event_id = o.event_id AND s.member_index IS NULL) AS dims
+  FROM cpu_ops o
+  WHERE o.run_id IN (SELECT run_id FROM report_runs)
+), totals AS (
+  SELECT run_id, sum(self_dur_ns) AS run_self FROM ops GROUP BY run_id
+)
+SELECT o.run_id, r.name AS run_name, o.name, o.dims, o.call_site, count(*) AS calls,
+       sum(o.self_dur_ns)::BIGINT AS self_dur_ns,
+       round(100.0 * sum(o.self_dur_ns) / nullif(any_value(t.run_self), 0), 2) AS self_pct,
+       sum(o.dur_ns)::BIGINT AS total_dur_ns
+FROM ops o JOIN runs r USING (run_id) JOIN totals t USING (run_id)
+WHERE $op = '' OR o.name = $op
+GROUP BY ALL
+ORDER BY o.run_id, self_dur_ns DESC

@@ -1,0 +1,26 @@
+-- title: Top GPU kernels by total time
+-- description: Kernels grouped by name with count, total, share, average, median, min, max and standard deviation of their durations, like nsys stats cuda_gpu_kern_sum.
+-- column: run_id VARCHAR -- run of the kernels
+-- column: run_name VARCHAR -- name of the run
+-- column: name VARCHAR -- kernel name
+-- column: instances BIGINT -- number of launches of the kernel
+-- column: total_dur_ns BIGINT -- total GPU time, ns
+-- column: time_pct DOUBLE -- share of the run's total kernel time, percent
+-- column: avg_ns BIGINT -- average duration, ns
+-- column: med_ns BIGINT -- median duration, ns
+-- column: min_ns BIGINT -- shortest duration, ns
+-- column: max_ns BIGINT -- longest duration, ns
+-- column: stddev_ns BIGINT -- sample standard deviation of the duration, ns (NULL for one instance)
+-- column: total_ms DOUBLE -- total GPU time in milliseconds
+WITH k AS (
+  SELECT run_id, name, count(*) AS instances, sum(dur_ns)::BIGINT AS total_dur_ns, avg(dur_ns)::BIGINT AS avg_ns,
+         quantile_disc(dur_ns, 0.5) AS med_ns, min(dur_ns) AS min_ns, max(dur_ns) AS max_ns,
+         stddev_samp(dur_ns)::BIGINT AS stddev_ns
+  FROM gpu_kernels WHERE run_id IN (SELECT run_id FROM report_runs)
+  GROUP BY run_id, name
+)
+SELECT k.run_id, r.name AS run_name, k.name, k.instances, k.total_dur_ns,
+       round(100.0 * k.total_dur_ns / nullif(sum(k.total_dur_ns) OVER (PARTITION BY k.run_id), 0), 2) AS time_pct,
+       k.avg_ns, k.med_ns, k.min_ns, k.max_ns, k.stddev_ns, round(k.total_dur_ns / 1e6, 3) AS total_ms
+FROM k JOIN runs r USING (run_id)
+ORDER BY k.run_id, k.total_dur_ns DESC, k.name

@@ -1,0 +1,44 @@
+-- Busy intervals of every lane of a run, for utilization: top-level CPU ops (lane 'cpu', any
+-- thread) and GPU work per device (lane 'gpu:N'), classified as compute, communication (NCCL,
+-- RCCL and other collective kernels), memcpy or memset, each with the step of its launch.
+-- @column run_id VARCHAR Run of the interval.
+-- @column lane VARCHAR 'cpu' for CPU ops, 'gpu:N' for device N.
+-- @column device BIGINT GPU index (NULL on the CPU lane).
+-- @column kind VARCHAR cpu_op, compute, communication, memcpy or memset.
+-- @column step BIGINT Profiler step of the op, or of the GPU work's launch.
+-- @column event_id BIGINT The event.
+-- @column ts_ns BIGINT Start, ns.
+-- @column end_ns BIGINT End, ns.
+CREATE OR REPLACE VIEW activity AS
+SELECT run_id, 'cpu' AS lane, NULL::BIGINT AS device, 'cpu_op' AS kind, step, event_id, ts_ns, ts_ns + dur_ns AS end_ns
+FROM cpu_ops WHERE is_top_level
+UNION ALL
+SELECT run_id, 'gpu:' || coalesce(device::VARCHAR, '?'), device,
+       CASE WHEN regexp_matches(name, '(?i)(nccl|rccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|sendrecv|broadcast)')
+            THEN 'communication' ELSE 'compute' END,
+       step, event_id, ts_ns, ts_ns + dur_ns
+FROM gpu_kernels
+UNION ALL
+SELECT run_id, 'gpu:' || coalesce(device::VARCHAR, '?'), device, 'memcpy', step, event_id, ts_ns, ts_ns + dur_ns FROM gpu_memcpys
+UNION ALL
+SELECT run_id, 'gpu:' || coalesce(device::VARCHAR, '?'), device, 'memset', step, event_id, ts_ns, ts_ns + dur_ns FROM gpu_memsets;
+
+-- Busy time by interval union (overlapping intervals counted once) of the `activity` rows whose
+-- kind is in `kinds`, per run and lane, and per step when by_step is true (else step is NULL).
+CREATE OR REPLACE MACRO busy_time(kinds, by_step) AS TABLE
+WITH iv AS (
+  SELECT run_id, lane, CASE WHEN by_step THEN step END AS step, ts_ns, end_ns
+  FROM activity WHERE list_contains(kinds, kind) AND end_ns >= ts_ns AND (NOT by_step OR step IS NOT NULL)
+), ordered AS (
+  SELECT *, max(end_ns) OVER (PARTITION BY run_id, lane, step ORDER BY ts_ns, end_ns
+                              ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_end
+  FROM iv
+), grouped AS (
+  SELECT *, sum(CASE WHEN prev_end IS NULL OR ts_ns > prev_end THEN 1 ELSE 0 END)
+              OVER (PARTITION BY run_id, lane, step ORDER BY ts_ns, end_ns ROWS UNBOUNDED PRECEDING) AS island
+  FROM ordered
+), merged AS (
+  SELECT run_id, lane, step, island, min(ts_ns) AS s, max(end_ns) AS e FROM grouped GROUP BY ALL
+)
+SELECT run_id, lane, step, sum(e - s)::BIGINT AS busy_ns, min(s) AS first_ns, max(e) AS last_ns
+FROM merged GROUP BY run_id, lane, step;

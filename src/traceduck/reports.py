@@ -1,0 +1,170 @@
+"""Canned reports: one SQL file each under sql/reports/, with a header the tool parses.
+
+    -- title: Largest tensor copies by call site
+    -- description: One line on what it answers.
+    -- param: group_by VARCHAR = name {name|shape|call_site} -- what the parameter does
+    -- column: call_site VARCHAR -- what the column holds
+    SELECT ...
+
+Parameters are bound ($name), never pasted into the SQL. Reports read the runs to cover from
+the table `report_runs`, which the runner fills with the selected runs.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+import duckdb
+
+from .catalog import sql_dir
+from .db import Database, _first_line
+from .errors import QueryError, RunSelectionError, TraceduckError
+
+_PARAM = re.compile(r"^(\w+)\s+(\w+)\s*=\s*(.*?)\s*(?:\{([^}]*)\})?\s*--\s*(.+)$")
+_COLUMN = re.compile(r"^(\w+)\s+(.+?)\s*--\s*(.+)$")
+_TYPES = {"INTEGER": int, "BIGINT": int, "DOUBLE": float, "VARCHAR": str, "BOOLEAN": bool}
+RUN_COLUMNS = ("run_id", "run_name")
+
+
+class ReportError(TraceduckError):
+    """A report name or parameter is wrong."""
+
+
+@dataclass
+class Param:
+    name: str
+    type: str
+    default: object
+    doc: str
+    choices: list[str] = field(default_factory=list)
+
+    def convert(self, text: str) -> object:
+        if self.choices and text not in self.choices:
+            raise ReportError(f"--param {self.name}={text!r} is not one of {', '.join(self.choices)}")
+        try:
+            if self.type == "BOOLEAN":
+                if text.lower() not in ("true", "false", "1", "0", "yes", "no"):
+                    raise ValueError(text)
+                return text.lower() in ("true", "1", "yes")
+            return _TYPES[self.type](text)
+        except ValueError:
+            raise ReportError(f"--param {self.name}={text!r} is not a valid {self.type}") from None
+
+
+@dataclass
+class Column:
+    name: str
+    type: str
+    doc: str
+
+
+@dataclass
+class Report:
+    name: str
+    title: str
+    description: str
+    params: list[Param]
+    columns: list[Column]
+    sql: str
+    path: Path
+
+
+def parse_report(path: Path) -> Report:
+    """A report from its SQL file; the header is the leading `-- key: value` comment lines."""
+    text = path.read_text()
+    title = description = ""
+    params: list[Param] = []
+    columns: list[Column] = []
+    for line in text.splitlines():
+        if not line.startswith("--"):
+            break
+        key, _, value = line[2:].strip().partition(":")
+        value = value.strip()
+        if key == "title":
+            title = value
+        elif key == "description":
+            description = value
+        elif key == "param":
+            m = _PARAM.match(value)
+            if not m:
+                raise ValueError(f"{path.name}: bad param line: {value}")
+            name, typ, default, choices, doc = m.groups()
+            default = default.strip("'\"") if typ == "VARCHAR" else default
+            p = Param(name, typ, None, doc, choices.split("|") if choices else [])
+            p.default = p.convert(default) if default != "" or typ == "VARCHAR" else None
+            params.append(p)
+        elif key == "column":
+            m = _COLUMN.match(value)
+            if not m:
+                raise ValueError(f"{path.name}: bad column line: {value}")
+            columns.append(Column(*m.groups()))
+    return Report(path.stem, title, description, params, columns, text, path)
+
+
+@lru_cache(maxsize=1)
+def all_reports() -> dict[str, Report]:
+    """Every report shipped in sql/reports, by name."""
+    return {p.stem: parse_report(p) for p in sorted((sql_dir() / "reports").glob("*.sql"))}
+
+
+def get_report(name: str) -> Report:
+    reports = all_reports()
+    if name not in reports:
+        raise ReportError(f"no report named {name!r}", f"Reports: {', '.join(reports)}")
+    return reports[name]
+
+
+def parse_params(report: Report, pairs: list[str]) -> dict[str, object]:
+    """`KEY=VALUE` strings -> typed values for the report's parameters (defaults filled in)."""
+    values = {p.name: p.default for p in report.params}
+    known = {p.name: p for p in report.params}
+    for pair in pairs:
+        key, sep, text = pair.partition("=")
+        if not sep:
+            raise ReportError(f"--param {pair!r} is not KEY=VALUE")
+        if key not in known:
+            accepted = ", ".join(known) or "none"
+            raise ReportError(f"report {report.name} has no parameter {key!r}", f"Parameters: {accepted}")
+        values[key] = known[key].convert(text)
+    return values
+
+
+def run_report(db: Database, name: str, runs: list[str] | None = None, params: list[str] | None = None,
+               limit: int | None = None, keep_run_columns: bool | None = None) -> tuple[list[str], list[tuple]]:
+    """Run a report over the selected runs (all runs by default): (columns, rows).
+
+    run_id/run_name columns are dropped when the selection is a single run, unless asked to keep them.
+    """
+    report = get_report(name)
+    values = parse_params(report, params or [])
+    run_ids = [db.resolve_run(r) for r in runs] if runs else [r["run_id"] for r in db.runs()]
+    run_ids = list(dict.fromkeys(run_ids))
+    scoped = db.scoped(run_ids) if runs else None  # read only the selected runs' files
+    cur = (scoped or db).con.cursor()
+    try:
+        cur.execute("CREATE OR REPLACE TEMP TABLE report_runs AS SELECT unnest(?::VARCHAR[]) AS run_id", [run_ids])
+        sql = report.sql.rstrip().rstrip(";")
+        if limit is not None:
+            sql = f"SELECT * FROM ({sql}) LIMIT {int(limit)}"
+        bound = {k: v for k, v in values.items() if f"${k}" in report.sql}
+        result = cur.execute(sql, bound)
+        columns = [d[0] for d in result.description]
+        rows = result.fetchall()
+    except duckdb.Error as e:
+        raise QueryError(f"report {name} failed: {_first_line(str(e))}") from None
+    finally:
+        cur.close()
+        if scoped is not None:
+            scoped.close()
+    keep = keep_run_columns if keep_run_columns is not None else len(run_ids) != 1
+    if not keep:
+        idx = [i for i, c in enumerate(columns) if c not in RUN_COLUMNS]
+        columns = [columns[i] for i in idx]
+        rows = [tuple(row[i] for i in idx) for row in rows]
+    return columns, rows
+
+
+__all__ = ["Report", "ReportError", "all_reports", "get_report", "run_report", "RunSelectionError"]

@@ -1,0 +1,274 @@
+"""Canned reports: documented headers, every report on every shared trace, golden values
+computed here from the trace with plain json."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections import Counter, defaultdict
+from decimal import Decimal
+
+import pytest
+
+import traceduck
+from traceduck.reports import all_reports, run_report
+
+from conftest import SAMPLES, load_json, shared_dir, shared_trace_files, trace_events
+
+REPORTS = sorted(all_reports())
+EXPECTED_REPORTS = ["collectives", "copies-by-call-site", "cuda-graphs", "gpu-utilization", "launch-overhead", "memory",
+                    "ops-by-shape", "overview", "steps", "time-by-call-site", "top-kernels", "top-ops"]
+
+
+def ns(v) -> int:
+    return int(Decimal(v) * 1000)
+
+
+def rows_as_dicts(columns, rows):
+    return [dict(zip(columns, r)) for r in rows]
+
+
+@pytest.fixture(scope="module")
+def cpu_store(tmp_path_factory):
+    store = tmp_path_factory.mktemp("reports") / "store"
+    for rel in ("cpu/full.json", "cpu/fixed.json", "cpu/nostack.json"):
+        traceduck.ingest(shared_dir() / rel, store=store)
+    for sample in ("buggy", "fixed"):
+        traceduck.ingest(SAMPLES / f"{sample}.json.gz", store=store, name=f"sample-{sample}")
+    return store
+
+
+def report(store, name, run=None, params=None, **kw):
+    with traceduck.open(store) as db:
+        columns, rows = run_report(db, name, runs=[run] if run else None, params=params, **kw)
+    return rows_as_dicts(columns, rows)
+
+
+def test_the_twelve_reports_exist():
+    assert REPORTS == EXPECTED_REPORTS
+
+
+@pytest.mark.parametrize("name", REPORTS)
+def test_header_is_complete(name):
+    r = all_reports()[name]
+    assert len(r.title) > 5 and len(r.description) > 20
+    assert all(len(p.doc) > 5 for p in r.params)
+    assert all(len(c.doc) > 3 for c in r.columns)
+    assert [c.name for c in r.columns][:2] == ["run_id", "run_name"]
+
+
+@pytest.mark.parametrize("name", REPORTS)
+def test_declared_columns_match_the_query(cpu_store, name):
+    with traceduck.open(cpu_store) as db:
+        columns, _ = run_report(db, name, keep_run_columns=True)
+        types = db.con.execute("DESCRIBE " + _sql_for(name)).fetchall()
+    r = all_reports()[name]
+    assert columns == [c.name for c in r.columns]
+    assert [t[1] for t in types] == [c.type for c in r.columns]
+
+
+def _sql_for(name):
+    r = all_reports()[name]
+    sql = r.sql.rstrip().rstrip(";")
+    for p in r.params:
+        sql = sql.replace(f"${p.name}", repr(p.default) if p.type == "VARCHAR" else str(p.default))
+    return f"(WITH report_runs AS (SELECT run_id FROM runs) {sql[sql.index('WITH') + 4:] if sql.lstrip().startswith('WITH') else 'SELECT * FROM (' + sql + ')'})"
+
+
+@pytest.mark.parametrize("rel", shared_trace_files())
+def test_every_report_runs_on_every_shared_trace(shared_store, rel):
+    path, results = shared_store
+    with traceduck.open(path) as db:
+        scoped = db.scoped([results[rel].run_id])
+        for name in REPORTS:
+            columns, rows = run_report(scoped, name)
+            assert "run_id" not in columns  # one run: no run columns
+        scoped.close()
+
+
+def test_reports_on_a_store_of_every_shared_trace(shared_store):
+    path, results = shared_store
+    with traceduck.open(path) as db:
+        columns, rows = run_report(db, "overview")
+    runs = {r[0] for r in rows}
+    assert columns[:2] == ["run_id", "run_name"]
+    assert runs == {r.run_id for r in results.values()}
+
+
+def test_copies_by_call_site_finds_the_whole_cache_cast(cpu_store):
+    events = trace_events(load_json(shared_dir() / "cpu/full.json"))
+    steps = sum(1 for e in events if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#"))
+    casts = [e for e in events if e.get("name") == "aten::to" and e["args"].get("Input Dims", [None])[0] == [65536, 1, 576]]
+    top = report(cpu_store, "copies-by-call-site", run="full", limit=1)[0]
+    assert top["dims"] == [65536, 1, 576]
+    assert (top["src_dtype"], top["dst_dtype"]) == ("float8_e4m3fn", "bfloat16")
+    assert top["call_site"] == "gen.py(77): _read_cache"
+    assert top["calls"] == len(casts) == 12
+    assert top["calls_per_step"] == len(casts) / steps == 4
+    assert top["bytes_per_call"] == 65536 * 576 * (1 + 2) == 113_246_208
+    assert top["total_dur_ns"] == sum(ns(e["dur"]) for e in casts)
+    fixed = report(cpu_store, "copies-by-call-site", run="fixed")
+    assert not [r for r in fixed if r["dims"] == [65536, 1, 576]]
+
+
+def test_top_ops_matches_key_averages(cpu_store):
+    from test_views import _self_times
+
+    expected = _self_times(trace_events(load_json(shared_dir() / "cpu/nostack.json")))
+    calls = Counter(e["name"] for e in trace_events(load_json(shared_dir() / "cpu/nostack.json")) if e.get("cat") == "cpu_op")
+    rows = report(cpu_store, "top-ops", run="nostack", limit=5)
+    assert [(r["name"], r["self_dur_ns"], r["calls"]) for r in rows] == [(n, v, calls[n]) for n, v in expected.most_common(5)]
+    total = sum(expected.values())
+    assert rows[0]["self_pct"] == round(100 * expected.most_common(1)[0][1] / total, 2)
+    by_site = report(cpu_store, "top-ops", run="full", params=["group_by=call_site"], limit=1)[0]
+    assert (by_site["name"], by_site["call_site"]) == ("aten::copy_", "gen.py(77): _read_cache")
+
+
+def test_ops_by_shape_filters_and_lists_every_input(cpu_store):
+    events = trace_events(load_json(shared_dir() / "cpu/full.json"))
+    mms = Counter(json.dumps(e["args"]["Input Dims"]) for e in events if e.get("name") == "aten::mm")
+    rows = report(cpu_store, "ops-by-shape", run="full", params=["op=aten::mm"])
+    got = Counter()
+    for r in rows:
+        got[json.dumps(r["dims"])] += r["calls"]
+    assert {r["name"] for r in rows} == {"aten::mm"}
+    assert got == mms
+
+
+def test_steps_report(cpu_store):
+    events = trace_events(load_json(shared_dir() / "cpu/full.json"))
+    expected = sorted((int(e["name"].split("#")[1]), ns(e["dur"])) for e in events
+                      if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#"))
+    rows = report(cpu_store, "steps", run="full")
+    assert [(r["step"], r["dur_ns"]) for r in rows] == expected
+    assert all(0 < r["cpu_busy_ns"] <= r["dur_ns"] and r["gpu_busy_ns"] == 0 for r in rows)
+
+
+def test_memory_peak_and_largest_allocation(cpu_store):
+    events = trace_events(load_json(shared_dir() / "cpu/full.json"))
+    mem = [e["args"] for e in events if e.get("name") == "[memory]"]
+    rows = report(cpu_store, "memory", run="full")
+    peak = [r for r in rows if r["section"] == "peak"]
+    largest = [r for r in rows if r["section"] == "largest allocation"]
+    assert [r["bytes"] for r in peak] == [max(a["Total Allocated"] for a in mem)]
+    assert largest[0]["bytes"] == max(a["Bytes"] for a in mem) == 75_497_472
+    assert largest[0]["op_name"] == "aten::empty_strided"
+    assert largest[0]["call_site"] == "gen.py(77): _read_cache"
+
+
+def test_overview_says_what_dominates(cpu_store):
+    from test_views import _self_times
+
+    expected = _self_times(trace_events(load_json(shared_dir() / "cpu/nostack.json")))
+    pct = 100 * expected["aten::copy_"] / sum(expected.values())
+    rows = report(cpu_store, "overview", run="nostack")
+    findings = [r["detail"] for r in rows if r["section"] == "finding"]
+    assert f"aten::copy_ is {pct:.0f}% of CPU self time" in findings
+    assert any(f.startswith("one copy/cast group moves 453.0 MB per step ([65536, 1, 576] float8_e4m3fn -> bfloat16")
+               for f in findings)
+    fixed = report(cpu_store, "overview", run="fixed")
+    assert not any("copy/cast group" in r["detail"] for r in fixed if r["section"] == "finding")
+
+
+@pytest.fixture(scope="module")
+def gpu_store(tmp_path_factory):
+    store = tmp_path_factory.mktemp("gpu-reports") / "store"
+    traces = {
+        "graph": "public/facebookresearch__HolisticTraceAnalysis/tests/data/negative_queue_length_values_check/rank0.json.gz",
+        "nccl": "public/facebookresearch__HolisticTraceAnalysis/tests/data/nccl_parser_config/nccl_data.json.gz",
+        "amd": "public/AMD-AGI__TraceLens/tests/traces/mi300/gaunernst_bert-small-uncased__1016001.json.gz",
+    }
+    ids = {k: traceduck.ingest(shared_dir() / rel, store=store)[0].run_id for k, rel in traces.items()}
+    return store, ids, traces
+
+
+def test_top_kernels_statistics(gpu_store):
+    store, ids, traces = gpu_store
+    events = trace_events(load_json(shared_dir() / traces["amd"]))
+    durs = defaultdict(list)
+    for e in events:
+        if e.get("cat") == "kernel":
+            durs[e["name"]].append(ns(e["dur"]))
+    rows = report(store, "top-kernels", run=ids["amd"])
+    top = rows[0]
+    name, d = max(durs.items(), key=lambda kv: (sum(kv[1]), kv[0]))
+    assert top["name"] == name and top["instances"] == len(d) and top["total_dur_ns"] == sum(d)
+    assert (top["min_ns"], top["max_ns"]) == (min(d), max(d))
+    assert sum(r["instances"] for r in rows) == sum(len(v) for v in durs.values())
+
+
+def _union(intervals):
+    total, end = 0, None
+    for s, e in sorted(intervals):
+        if end is None or s > end:
+            total += e - s
+            end = e
+        elif e > end:
+            total += e - end
+            end = e
+    return total
+
+
+def test_gpu_utilization_by_interval_union(gpu_store):
+    store, ids, traces = gpu_store
+    events = trace_events(load_json(shared_dir() / traces["nccl"]))
+    per_device = defaultdict(list)
+    comm = defaultdict(list)
+    for e in events:
+        if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"):
+            iv = (ns(e["ts"]), ns(e["ts"]) + ns(e["dur"]))
+            per_device[e["args"]["device"]].append(iv)
+            if e.get("cat") == "kernel" and "nccl" in e["name"].lower():
+                comm[e["args"]["device"]].append(iv)
+    rows = report(store, "gpu-utilization", run=ids["nccl"])
+    assert {r["device"]: r["busy_ns"] for r in rows} == {d: _union(v) for d, v in per_device.items()}
+    assert {r["device"]: r["communication_ns"] for r in rows} == {d: _union(comm.get(d, [])) for d in per_device}
+    assert all(r["idle_ns"] == r["span_ns"] - r["busy_ns"] for r in rows)
+
+
+def test_cuda_graphs_fan_out(gpu_store):
+    store, ids, traces = gpu_store
+    events = trace_events(load_json(shared_dir() / traces["graph"]))
+    graph_corr = {e["args"]["correlation"] for e in events if e.get("cat") == "cuda_runtime" and "GraphLaunch" in e["name"]}
+    fan_out = Counter(e["args"]["correlation"] for e in events if e.get("cat") == "kernel" and e["args"].get("correlation") in graph_corr)
+    rows = report(store, "cuda-graphs", run=ids["graph"])
+    assert len(rows) == len(graph_corr)
+    assert sorted(r["kernels"] for r in rows) == sorted([fan_out.get(c, 0) for c in graph_corr])
+    overview = report(store, "overview", run=ids["graph"])
+    assert any(r["item"] == "CUDA graphs" for r in overview)
+
+
+def test_collectives(gpu_store):
+    store, ids, traces = gpu_store
+    events = trace_events(load_json(shared_dir() / traces["nccl"]))
+    calls = Counter(("gpu" if e.get("cat") == "kernel" else "cpu", e["args"]["Collective name"]) for e in events
+                    if e.get("ph") == "X" and "Collective name" in (e.get("args") or {}))
+    rows = report(store, "collectives", run=ids["nccl"])
+    got = Counter()
+    for r in rows:  # a row per dtype too
+        got[(r["side"], r["collective"])] += r["calls"]
+    assert got == calls
+    allreduce = next(r for r in rows if (r["side"], r["collective"]) == ("gpu", "allreduce"))
+    sizes = [e["args"]["In msg nelems"] for e in events if e.get("cat") == "kernel" and e.get("args", {}).get("Collective name") == "allreduce"]
+    assert allreduce["max_in_nelems"] == max(sizes) and allreduce["total_bytes"] == 4 * sum(sizes)  # Float
+
+
+def test_report_cli(cpu_store):
+    def td(*args):
+        return subprocess.run([sys.executable, "-m", "traceduck", *map(str, args)], capture_output=True, text=True)
+
+    listing = td("reports", "--format", "csv")
+    assert listing.returncode == 0 and listing.stdout.count("\n") == len(REPORTS) + 1
+    out = td("report", "copies-by-call-site", "--store", cpu_store, "--run", "full", "--limit", "1", "-f", "json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)[0]["bytes_per_call"] == 113_246_208
+    help_ = td("report", "top-ops", "--help")
+    assert "group_by (VARCHAR, default 'name'): one of name|shape|call_site" in help_.stdout
+    bad = td("report", "top-ops", "--store", cpu_store, "--param", "group_by=colour")
+    assert bad.returncode == 1
+    assert bad.stderr == "Error: --param group_by='colour' is not one of name, shape, call_site.\n"
+    unknown = td("report", "nope", "--store", cpu_store)
+    assert unknown.stderr.startswith("Error: no report named 'nope'. Reports: collectives, ")
+    extra = td("report", "steps", "--store", cpu_store, "--param", "x=1")
+    assert extra.stderr == "Error: report steps has no parameter 'x'. Parameters: none.\n"
