@@ -272,3 +272,34 @@ def test_report_cli(cpu_store):
     assert unknown.stderr.startswith("Error: no report named 'nope'. Reports: collectives, ")
     extra = td("report", "steps", "--store", cpu_store, "--param", "x=1")
     assert extra.stderr == "Error: report steps has no parameter 'x'. Parameters: none.\n"
+
+
+def test_time_by_call_site_totals(cpu_store, gpu_store):
+    from test_views import _self_times
+
+    expected = _self_times(trace_events(load_json(shared_dir() / "cpu/nostack.json")))
+    rows = report(cpu_store, "time-by-call-site", run="nostack")
+    assert [(r["call_site"], r["cpu_self_dur_ns"], r["cpu_pct"]) for r in rows] == [
+        ("(no Python stack)", sum(expected.values()), 100.0)]
+    full = report(cpu_store, "time-by-call-site", run="full")
+    assert full[0]["call_site"] == "gen.py(77): _read_cache" and full[0]["cpu_pct"] > 90
+    store, ids, traces = gpu_store
+    events = trace_events(load_json(shared_dir() / traces["amd"]))
+    kernel_ns = sum(ns(e["dur"]) for e in events if e.get("cat") == "kernel")
+    gpu_rows = report(store, "time-by-call-site", run=ids["amd"])
+    assert sum(r["gpu_dur_ns"] for r in gpu_rows) == kernel_ns
+    assert sum(r["kernels"] for r in gpu_rows) == sum(1 for e in events if e.get("cat") == "kernel")
+
+
+def test_launch_overhead_counts(gpu_store):
+    store, ids, traces = gpu_store
+    events = trace_events(load_json(shared_dir() / traces["amd"]))
+    launch_dur = {e["args"]["correlation"]: ns(e["dur"]) for e in events
+                  if e.get("cat") == "cuda_runtime" and e.get("args", {}).get("correlation") is not None
+                  and any(w in e["name"].lower() for w in ("launch", "memcpy", "memset"))}
+    kernels = [e for e in events if e.get("cat") == "kernel" and e["args"].get("correlation") in launch_dur]
+    short = sum(1 for k in kernels if ns(k["dur"]) < launch_dur[k["args"]["correlation"]])
+    rows = report(store, "launch-overhead", run=ids["amd"])
+    assert sum(r["kernels"] for r in rows) == len(kernels)
+    assert sum(r["short_kernels"] for r in rows) == short
+    assert sum(r["kernel_dur_ns"] for r in rows) == sum(ns(k["dur"]) for k in kernels)
