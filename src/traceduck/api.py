@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 from collections.abc import Callable, Iterable
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 from .db import Database
-from .errors import InputError
-from .ingester import IngestResult, ingest_file
+from .errors import InputError, TraceduckError
+from .ingester import IngestResult, default_jobs, ingest_file
 from .store import Store
 
 TRACE_SUFFIXES = (".json", ".json.gz")
@@ -42,11 +44,40 @@ def ingest(paths: str | os.PathLike | Iterable[str | os.PathLike], store: str | 
     if name is not None and len(files) > 1:
         raise InputError("--name applies to one file, but several were given", "Use --label to tag many runs")
     st = Store(store, create=True)
+    jobs = jobs or default_jobs()
+    if len(files) > 1 and jobs > 1:
+        return _ingest_many(files, st, labels, force, jobs, progress)
     results = []
     for f in files:
         cb = (lambda b, n, f=f: progress(f, b, n)) if progress else None
         results.append(ingest_file(f, st, name=name, labels=labels, force=force, jobs=jobs, progress=cb))
     return results
+
+
+def _ingest_many(files: list[Path], st: Store, labels: dict[str, str] | None, force: bool, jobs: int,
+                 progress: Callable[[Path, int, int], None] | None) -> list[IngestResult]:
+    """One file per worker process (e.g. one trace per rank); the others land if one fails."""
+    ctx = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
+    results: dict[Path, IngestResult] = {}
+    errors: list[tuple[Path, TraceduckError]] = []
+    with ProcessPoolExecutor(max_workers=min(jobs, len(files)), mp_context=ctx) as pool:
+        futures = {pool.submit(ingest_file, f, st, None, labels, force, 1, None): f for f in files}
+        for fut in as_completed(futures):
+            f = futures[fut]
+            try:
+                results[f] = fut.result()
+            except TraceduckError as e:
+                errors.append((f, e))
+                continue
+            if progress:
+                progress(f, f.stat().st_size, results[f].events)
+    if errors:
+        errors.sort(key=lambda pe: files.index(pe[0]))
+        first = errors[0][1]
+        landed = len(results)
+        raise type(first)(f"{len(errors)} of {len(files)} files failed ({landed} ingested); first: {first.message}",
+                          first.hint)
+    return [results[f] for f in files]
 
 
 def open(store: str | os.PathLike | None = None) -> Database:  # noqa: A001 - mirrors duckdb/sqlite3

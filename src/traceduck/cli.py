@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 import time
 import traceback
+from enum import Enum
 from pathlib import Path
 from typing import Optional
 
@@ -14,6 +15,7 @@ from . import __version__
 from .api import expand_paths, ingest as ingest_traces, open as open_store
 from .errors import InputError, TraceduckError
 from .export import export_run
+from .diff import diff_runs
 from .render import Format, human_bytes, render
 from .reports import Report, all_reports, get_report, run_report
 from .store import Store
@@ -173,7 +175,7 @@ def list_reports(format: Format = FormatOpt) -> None:
 def report(
     name: Optional[str] = typer.Argument(None, help="Report name (see `traceduck reports`).", show_default=False),
     store: Optional[Path] = StoreOpt,
-    run: list[str] = typer.Option([], "--run", "-r", help="Run id, unique prefix or name; repeatable [default: every run]."),
+    run: list[str] = typer.Option([], "--run", "-r", help="Run id, unique prefix, name, or label:KEY=VALUE; repeatable [default: every run]."),
     param: list[str] = typer.Option([], "--param", "-p", help="KEY=VALUE report parameter; repeatable."),
     limit: Optional[int] = typer.Option(None, "--limit", "-n", min=0, help="At most this many rows."),
     format: Format = FormatOpt,
@@ -211,6 +213,36 @@ def report_help(r: Report) -> str:
     lines += [f"  {c.name} ({c.type}): {c.doc}" for c in r.columns]
     lines += ["", "Options: --store DIR, --run RUN (repeatable), --param KEY=VALUE, --limit N, --format table|csv|json|markdown"]
     return "\n".join(lines)
+
+
+class DiffBy(str, Enum):
+    op = "op"
+    kernel = "kernel"
+    call_site = "call_site"
+    shape = "shape"
+    copy = "copy"
+
+
+@app.command()
+def diff(
+    a: str = typer.Argument(..., help="Baseline run: id, unique prefix or name.", show_default=False),
+    b: str = typer.Argument(..., help="Run to compare with it.", show_default=False),
+    by: DiffBy = typer.Option(DiffBy.op, "--by", help="Group by op, kernel, call_site, shape or copy."),
+    per_step: bool = typer.Option(False, "--per-step", help="Divide by each run's number of profiler steps."),
+    threshold: float = typer.Option(5.0, "--threshold", min=0, help="Changes within this percent of A are 'same'."),
+    limit: Optional[int] = typer.Option(None, "--limit", "-n", min=0, help="At most this many rows."),
+    store: Optional[Path] = StoreOpt,
+    format: Format = FormatOpt,
+) -> None:
+    """Compare two runs group by group; biggest change first."""
+    with open_store(store) as db:
+        result = diff_runs(db, a, b, by=by.value, per_step=per_step, threshold_pct=threshold)
+    rows = result.rows[:limit] if limit is not None else result.rows
+    if format in (Format.table, Format.markdown):
+        typer.echo(result.header())
+    else:  # keep stdout machine-readable
+        typer.echo(result.header(), err=True)
+    render(result.columns, rows, format, sys.stdout)
 
 
 @app.command()

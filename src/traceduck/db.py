@@ -28,7 +28,11 @@ class Database:
         self._create_views()
 
     def _create_views(self) -> None:
-        self._create_tables()
+        try:
+            self._create_tables()
+        except duckdb.Error as e:
+            raise StoreError(f"cannot read the tables of {self.store.path} ({_first_line(str(e))})",
+                             "The store may come from another traceduck version: re-ingest its traces with --force") from None
         for path, text, relations in view_files():
             try:
                 self.con.execute(text)
@@ -114,22 +118,42 @@ class Database:
         cols = rel.columns
         return [dict(zip(cols, row)) for row in rel.fetchall()]
 
-    def resolve_run(self, selection: str) -> str:
-        """A run id from a run id, a unique run id prefix, or a run name."""
+    def select_runs(self, selection: str) -> list[str]:
+        """Run ids for a selection: a run id, a unique run id prefix, a run name, or
+        `label:KEY=VALUE` (every run with that label; may match several)."""
         runs = self.runs()
+        if selection.startswith("label:"):
+            key, sep, value = selection[len("label:"):].partition("=")
+            if not sep or not key:
+                raise RunSelectionError(f"{selection!r} is not label:KEY=VALUE", "Select runs like label:job=run42")
+            found = [r["run_id"] for r in runs if (r["labels"] or {}).get(key) == value]
+            if not found:
+                labels = sorted({f"{k}={v}" for r in runs for k, v in (r["labels"] or {}).items()})
+                raise RunSelectionError(f"no run has label {key}={value}",
+                                        f"Labels in the store: {', '.join(labels[:10]) or 'none'}")
+            return found
         exact = [r["run_id"] for r in runs if r["run_id"] == selection]
         if exact:
-            return exact[0]
+            return exact
         by_name = [r["run_id"] for r in runs if r["name"] == selection]
         by_prefix = [r["run_id"] for r in runs if r["run_id"].startswith(selection)]
         matches = list(dict.fromkeys(by_name or by_prefix))
         if len(matches) == 1:
-            return matches[0]
+            return matches
         if not matches:
             known = ", ".join(f"{r['run_id']} ({r['name']})" for r in runs[:10]) or "none"
             raise RunSelectionError(f"no run matches {selection!r}", f"Runs in the store: {known}")
         listed = ", ".join(f"{m} ({next(r['name'] for r in runs if r['run_id'] == m)})" for m in matches[:10])
-        raise RunSelectionError(f"{selection!r} matches {len(matches)} runs: {listed}", "Use a longer run id prefix")
+        raise RunSelectionError(f"{selection!r} matches {len(matches)} runs: {listed}",
+                                "Use a run id or a longer run id prefix")
+
+    def resolve_run(self, selection: str) -> str:
+        """Exactly one run id from a selection (see select_runs)."""
+        found = self.select_runs(selection)
+        if len(found) != 1:
+            raise RunSelectionError(f"{selection!r} matches {len(found)} runs: {', '.join(found[:10])}",
+                                    "Select a single run here")
+        return found[0]
 
     def close(self) -> None:
         self.con.close()

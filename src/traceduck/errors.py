@@ -7,9 +7,12 @@ class TraceduckError(Exception):
     """Base class: a user-facing error with a one-line message and an optional hint."""
 
     def __init__(self, message: str, hint: str = "") -> None:
-        super().__init__(message)
+        super().__init__(message, hint)  # both in args, so the error survives pickling between processes
         self.message = message
         self.hint = hint
+
+    def __str__(self) -> str:
+        return self.one_line()
 
     def one_line(self) -> str:
         text = self.message.rstrip(".") + "."

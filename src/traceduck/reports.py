@@ -140,7 +140,7 @@ def run_report(db: Database, name: str, runs: list[str] | None = None, params: l
     """
     report = get_report(name)
     values = parse_params(report, params or [])
-    run_ids = [db.resolve_run(r) for r in runs] if runs else [r["run_id"] for r in db.runs()]
+    run_ids = [rid for r in runs for rid in db.select_runs(r)] if runs else [r["run_id"] for r in db.runs()]
     run_ids = list(dict.fromkeys(run_ids))
     scoped = db.scoped(run_ids) if runs else None  # read only the selected runs' files
     cur = (scoped or db).con.cursor()

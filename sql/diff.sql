@@ -1,0 +1,58 @@
+-- title: Compare two runs
+-- description: Groups of A and B side by side (ops, kernels, call sites, op shapes or copies), with the change in time and a status, biggest change first.
+-- param: a VARCHAR = '' -- run id of A (the baseline)
+-- param: b VARCHAR = '' -- run id of B
+-- param: by VARCHAR = op {op|kernel|call_site|shape|copy} -- what to group by
+-- param: per_step BOOLEAN = false -- divide calls and times by each run's number of profiler steps
+-- param: threshold_pct DOUBLE = 5 -- changes within this percent of A's time are 'same'
+-- column: kind VARCHAR -- what the key is: op, kernel, call_site, shape or copy
+-- column: key VARCHAR -- the group: the op or kernel name itself, the call site, 'op [dims...]', or 'call_site | op [dims] src -> dst'
+-- column: a_calls DOUBLE -- calls in A (per step with --per-step)
+-- column: b_calls DOUBLE -- calls in B (per step with --per-step)
+-- column: a_dur_ns DOUBLE -- summed inclusive dur_ns of the group's events in A, ns (per step with --per-step)
+-- column: b_dur_ns DOUBLE -- the same in B, ns
+-- column: a_self_dur_ns DOUBLE -- summed self time in A where the group has one (ops, call sites, shapes, copies), ns
+-- column: b_self_dur_ns DOUBLE -- the same in B, ns
+-- column: delta_ns DOUBLE -- b_dur_ns - a_dur_ns
+-- column: ratio DOUBLE -- b_dur_ns / a_dur_ns (NULL when A has none)
+-- column: status VARCHAR -- added, removed, faster, slower or same (within threshold_pct of A)
+WITH items AS (
+  SELECT run_id, 'op' AS kind, name AS key, dur_ns, self_dur_ns FROM cpu_ops WHERE $by = 'op'
+  UNION ALL
+  SELECT run_id, 'kernel', name, dur_ns, NULL FROM gpu_kernels WHERE $by = 'kernel'
+  UNION ALL
+  SELECT run_id, 'call_site', coalesce(call_site, '(no Python stack)'), dur_ns, self_dur_ns FROM cpu_ops WHERE $by = 'call_site'
+  UNION ALL
+  SELECT o.run_id, 'shape', o.name || ' ' || coalesce((SELECT list(s.dims ORDER BY s.input_index)::VARCHAR FROM shapes s
+         WHERE s.run_id = o.run_id AND s.event_id = o.event_id AND s.member_index IS NULL), '[]'), o.dur_ns, o.self_dur_ns
+  FROM cpu_ops o WHERE $by = 'shape'
+  UNION ALL
+  SELECT run_id, 'copy', coalesce(call_site, '(no Python stack)') || ' | ' || op_name || ' ' || coalesce(dims::VARCHAR, '?')
+         || ' ' || coalesce(src_dtype, '?') || ' -> ' || coalesce(dst_dtype, '?'), dur_ns, self_dur_ns
+  FROM tensor_copies WHERE $by = 'copy' AND is_outermost
+), steps_per_run AS (
+  SELECT run_id, CASE WHEN $per_step THEN greatest(count(*), 1) ELSE 1 END AS n FROM steps GROUP BY run_id
+), agg AS (
+  SELECT i.run_id, i.kind, i.key, count(*) / any_value(coalesce(s.n, 1)) AS calls,
+         sum(i.dur_ns) / any_value(coalesce(s.n, 1)) AS dur_ns, sum(i.self_dur_ns) / any_value(coalesce(s.n, 1)) AS self_dur_ns
+  FROM items i LEFT JOIN steps_per_run s USING (run_id)
+  WHERE i.run_id IN ($a, $b)
+  GROUP BY i.run_id, i.kind, i.key
+), joined AS (
+  SELECT coalesce(a.kind, b.kind) AS kind, coalesce(a.key, b.key) AS key,
+         coalesce(a.calls, 0) AS a_calls, coalesce(b.calls, 0) AS b_calls,
+         coalesce(a.dur_ns, 0) AS a_dur_ns, coalesce(b.dur_ns, 0) AS b_dur_ns,
+         a.self_dur_ns AS a_self_dur_ns, b.self_dur_ns AS b_self_dur_ns
+  FROM (SELECT * FROM agg WHERE run_id = $a) a
+  FULL OUTER JOIN (SELECT * FROM agg WHERE run_id = $b) b ON a.kind = b.kind AND a.key = b.key
+)
+SELECT kind, key, a_calls, b_calls, a_dur_ns, b_dur_ns, a_self_dur_ns, b_self_dur_ns,
+       b_dur_ns - a_dur_ns AS delta_ns,
+       round(b_dur_ns / nullif(a_dur_ns, 0), 4) AS ratio,
+       CASE WHEN a_calls = 0 THEN 'added'
+            WHEN b_calls = 0 THEN 'removed'
+            WHEN abs(b_dur_ns - a_dur_ns) <= a_dur_ns * $threshold_pct / 100.0 THEN 'same'
+            WHEN b_dur_ns < a_dur_ns THEN 'faster'
+            ELSE 'slower' END AS status
+FROM joined
+ORDER BY abs(b_dur_ns - a_dur_ns) DESC, key

@@ -1,0 +1,163 @@
+"""Many runs in one store: diff, label selection, ranks, parallel and concurrent ingest."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+from collections import Counter, defaultdict
+from decimal import Decimal
+
+import pytest
+
+import traceduck
+from traceduck.diff import diff_runs
+from traceduck.reports import run_report
+
+from conftest import ROOT, SAMPLES, load_json, shared_dir, trace_events
+
+RANKS_DIR = "public/facebookresearch__HolisticTraceAnalysis/tests/data/trace_filter"
+
+
+def ns(v) -> int:
+    return int(Decimal(v) * 1000)
+
+
+def td(*args):
+    return subprocess.run([sys.executable, "-m", "traceduck", *map(str, args)], capture_output=True, text=True)
+
+
+@pytest.fixture(scope="module")
+def cpu_pair(tmp_path_factory):
+    store = tmp_path_factory.mktemp("pair") / "store"
+    traceduck.ingest([shared_dir() / "cpu/full.json", shared_dir() / "cpu/fixed.json"], store=store,
+                     labels={"story": "kv-cache"})
+    return store
+
+
+def test_diff_by_op_shows_the_copy_drop(cpu_pair):
+    def copy_ns(rel):
+        return sum(ns(e["dur"]) for e in trace_events(load_json(shared_dir() / rel)) if e.get("name") == "aten::copy_")
+
+    with traceduck.open(cpu_pair) as db:
+        result = diff_runs(db, "full", "fixed", by="op")
+    rows = [dict(zip(result.columns, r)) for r in result.rows]
+    copy = next(r for r in rows if r["key"] == "aten::copy_")
+    assert (copy["a_dur_ns"], copy["b_dur_ns"]) == (copy_ns("cpu/full.json"), copy_ns("cpu/fixed.json"))
+    assert copy["delta_ns"] == copy["b_dur_ns"] - copy["a_dur_ns"] < 0
+    assert copy["status"] == "faster"
+    assert rows[0]["key"] in ("aten::to", "aten::_to_copy", "aten::copy_")  # ordered by |delta|
+    assert abs(rows[0]["delta_ns"]) == max(abs(r["delta_ns"]) for r in rows)
+
+
+def test_diff_by_copy_per_step_marks_the_cast_removed(cpu_pair):
+    events = trace_events(load_json(shared_dir() / "cpu/full.json"))
+    casts = [e for e in events if e.get("name") == "aten::to" and e["args"].get("Input Dims", [None])[0] == [65536, 1, 576]]
+    steps = sum(1 for e in events if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#"))
+    with traceduck.open(cpu_pair) as db:
+        result = diff_runs(db, "full", "fixed", by="copy", per_step=True)
+    rows = [dict(zip(result.columns, r)) for r in result.rows]
+    whole = next(r for r in rows if "[65536, 1, 576] float8_e4m3fn -> bfloat16" in r["key"])
+    assert whole["status"] == "removed"
+    assert whole["key"].startswith("gen.py(77): _read_cache | aten::to ")
+    assert whole["a_calls"] == len(casts) / steps == 4
+    assert whole["a_dur_ns"] == pytest.approx(sum(ns(e["dur"]) for e in casts) / steps)
+    assert whole["b_calls"] == 0
+    assert result.header().startswith("A: full ") and "ms/step (3 steps); B: fixed " in result.header()
+
+
+def test_diff_cli_header_goes_to_stderr_for_json(cpu_pair):
+    table = td("diff", "full", "fixed", "--store", cpu_pair, "--limit", "2")
+    assert table.returncode == 0 and table.stdout.startswith("A: full ")
+    as_json = td("diff", "full", "fixed", "--store", cpu_pair, "--by", "kernel", "-f", "json")
+    assert as_json.returncode == 0 and json.loads(as_json.stdout) == []  # CPU traces have no kernels
+    assert as_json.stderr.startswith("A: full ")
+
+
+def test_run_selection_errors(cpu_pair):
+    p = td("report", "steps", "--store", cpu_pair, "--run", "label:story=other")
+    assert p.returncode == 1
+    assert p.stderr == "Error: no run has label story=other. Labels in the store: story=kv-cache.\n"
+    q = td("diff", "label:story=kv-cache", "fixed", "--store", cpu_pair)
+    assert q.returncode == 1 and q.stderr.startswith("Error: 'label:story=kv-cache' matches 2 runs: ")
+    both = td("report", "steps", "--store", cpu_pair, "--run", "label:story=kv-cache", "-f", "json")
+    assert {r["run_name"] for r in json.loads(both.stdout)} == {"full", "fixed"}
+
+
+def test_ranks_of_a_job_in_one_command(tmp_path):
+    store = tmp_path / "store"
+    p = td("ingest", shared_dir() / RANKS_DIR, "--store", store, "--label", "job=sampled", "--jobs", "2", "-q")
+    assert p.returncode == 0, p.stderr
+    files = sorted((shared_dir() / RANKS_DIR).glob("*.json.gz"))
+    docs = [load_json(f) for f in files]
+    steps = defaultdict(dict)
+    comm = {}
+    starts = defaultdict(dict)
+    for doc in docs:
+        rank = doc["distributedInfo"]["rank"]
+        for e in doc["traceEvents"]:
+            if e.get("cat") == "user_annotation" and e.get("name", "").startswith("ProfilerStep#"):
+                steps[rank][e["name"]] = ns(e["dur"])
+        nccl = sorted((ns(e["ts"]), ns(e["ts"]) + ns(e["dur"]), e["name"]) for e in doc["traceEvents"]
+                      if e.get("cat") == "kernel" and "nccl" in e["name"].lower())
+        comm[rank] = sum(b - a for a, b, _ in nccl)  # these kernels do not overlap within a rank
+        seen = Counter()
+        for a, _, name in nccl:
+            key = name.split("(")[0]
+            seen[key] += 1
+            starts[(key, seen[key])][rank] = a
+    wait = Counter()
+    for per_rank in starts.values():
+        for rank, t in per_rank.items():
+            wait[rank] += max(per_rank.values()) - t
+    slowest = Counter(max(steps, key=lambda r: steps[r][s]) for s in steps[0])
+    with traceduck.open(store) as db:
+        columns, rows = run_report(db, "ranks", runs=["label:job=sampled"])
+    rank_rows = {r["rank"]: r for r in (dict(zip(columns, row)) for row in rows) if r["section"] == "rank"}
+    assert sorted(rank_rows) == [0, 1]
+    for rank, row in rank_rows.items():
+        assert row["steps"] == len(steps[rank])
+        assert row["step_ns"] == sum(steps[rank].values()) // len(steps[rank])
+        assert row["communication_ns"] == comm[rank]
+        assert row["collective_wait_ns"] == wait[rank]
+        assert row["slowest_steps"] == slowest[rank]
+    spreads = [dict(zip(columns, r))["spread_ns"] for r in rows if r[columns.index("section")] == "collective"]
+    assert sorted(spreads) == sorted(max(v.values()) - min(v.values()) for v in starts.values() if len(v) > 1)
+
+
+def test_concurrent_ingests_into_one_store(tmp_path):
+    store = tmp_path / "store"
+    files = [SAMPLES / "buggy.json.gz", SAMPLES / "fixed.json.gz", shared_dir() / "cpu/nostack.json"]
+    procs = [subprocess.Popen([sys.executable, "-m", "traceduck", "ingest", str(f), "--store", str(store), "-q"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for f in files + files[:1]]
+    for p in procs:
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+    with traceduck.open(store) as db:
+        counts = dict(db.sql("SELECT r.name, count(e.event_id) FROM runs r JOIN events e USING (run_id) GROUP BY 1").fetchall())
+    expected = {"buggy": len(json.loads(gzip.decompress(files[0].read_bytes()))["traceEvents"]),
+                "fixed": len(json.loads(gzip.decompress(files[1].read_bytes()))["traceEvents"]),
+                "nostack": len(trace_events(load_json(files[2], exact=False)))}
+    assert counts == expected  # the file ingested twice at once is one run
+    assert not list((store / "tmp").iterdir())
+
+
+def test_readme_join_example(tmp_path):
+    store = tmp_path / "store"
+    traceduck.ingest(SAMPLES, store=store)
+    query = (ROOT / "examples" / "join-two-runs.sql").read_text()
+    assert "examples/join-two-runs.sql" in (ROOT / "README.md").read_text()
+    with traceduck.open(store) as db:
+        rel = db.sql(query)
+        columns, rows = db.fetch(rel)
+    counts = {}
+    for name in ("buggy", "fixed"):
+        events = json.loads(gzip.decompress((SAMPLES / f"{name}.json.gz").read_bytes()))["traceEvents"]
+        counts[name] = Counter((e["name"], json.dumps(e["args"].get("Input Dims", []))) for e in events
+                               if e.get("cat") == "cpu_op")
+    assert len(rows) == 5
+    for row in rows:
+        r = dict(zip(columns, row))
+        key = (r["op"], json.dumps([d if d is not None else [] for d in r["dims"]]))
+        assert (r["buggy_calls"], r["fixed_calls"]) == (counts["buggy"][key], counts["fixed"][key])
