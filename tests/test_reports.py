@@ -18,7 +18,7 @@ from conftest import SAMPLES, load_json, shared_dir, shared_trace_files, trace_e
 
 REPORTS = sorted(all_reports())
 EXPECTED_REPORTS = ["collectives", "copies-by-call-site", "cuda-graphs", "gpu-utilization", "launch-overhead", "memory",
-                    "ops-by-shape", "overview", "steps", "time-by-call-site", "top-kernels", "top-ops"]
+                    "ops-by-shape", "overview", "ranks", "steps", "time-by-call-site", "top-kernels", "top-ops"]
 
 
 def ns(v) -> int:
@@ -45,7 +45,7 @@ def report(store, name, run=None, params=None, **kw):
     return rows_as_dicts(columns, rows)
 
 
-def test_the_twelve_reports_exist():
+def test_the_reports_exist():
     assert REPORTS == EXPECTED_REPORTS
 
 

@@ -16,7 +16,9 @@ from decimal import ROUND_HALF_EVEN, Decimal
 from pathlib import Path
 
 import orjson
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..dtypes import DTYPES, DType
@@ -29,7 +31,7 @@ CORE_KEYS = frozenset(("ph", "cat", "name", "pid", "tid", "ts", "dur", "args"))
 _EXACT_FLOAT_LIMIT = float(1 << 43)
 _INT64_MIN = -(1 << 63)
 _INT64_MAX = (1 << 63) - 1
-PART_COMPRESSION = "lz4"
+PART_COMPRESSION = "none"  # parts are read once, right away
 
 EVENT_PART_SCHEMA = pa.schema([
     ("chunk", pa.int32()),
@@ -350,51 +352,60 @@ class ChunkConverter:
 
     def _shapes_table(self) -> pa.Table:
         """One row per input of each op with `Input Dims` (TensorList: one per member)."""
-        cols: list[list] = [[] for _ in SHAPE_PART_SCHEMA]
-        add = [c.append for c in cols]
-        for keys, (idx, rows) in self.arg_groups.items():
+        rows: list[tuple] = []
+        tables: list[pa.Table] = []
+        out = rows.append
+        dtypes = DTYPES
+        for keys, (idx, group) in self.arg_groups.items():
             pos = {k: j for j, k in enumerate(keys)}
             jd = pos.get("Input Dims", pos.get("Input dims"))
             if jd is None:
                 continue
             jt, js, jc = pos.get("Input type"), pos.get("Input Strides"), pos.get("Concrete Inputs")
-            for i, row in zip(idx, rows):
+            if len(group) >= _MIN_GROUP:
+                table = _shapes_vectorized(self.chunk, idx, group, jd, jt, js, jc)
+                if table is not None:
+                    tables.append(table)
+                    continue
+            for i, row in zip(idx, group):
                 dims = row[jd]
                 if dims.__class__ is not list:
                     continue
-                types = row[jt] if jt is not None else None
-                strides = row[js] if js is not None else None
-                concrete = row[jc] if jc is not None else None
-                if types.__class__ is not list:
-                    types = None
-                if strides.__class__ is not list:
-                    strides = None
-                if concrete.__class__ is not list:
-                    concrete = None
-                for k, d in enumerate(dims):
-                    t = types[k] if types is not None and k < len(types) else None
+                n = len(dims)
+                types = _same_length(row[jt] if jt is not None else None, n)
+                strides = _same_length(row[js] if js is not None else None, n)
+                concrete = _same_length(row[jc] if jc is not None else None, n)
+                for k in range(n):
+                    d = dims[k]
+                    t = types[k]
                     if t is not None and t.__class__ is not str:
                         t = dumps_json(_plain(t))
-                    st = strides[k] if strides is not None and k < len(strides) else None
-                    cv = concrete[k] if concrete is not None and k < len(concrete) else None
+                    cv = concrete[k]
                     if cv is not None and cv.__class__ is not str:
                         cv = dumps_json(_plain(cv))
-                    info = DTYPES.get(t)
-                    if d.__class__ is list and d and d[0].__class__ is list:  # TensorList members
+                    st = strides[k]
+                    if d.__class__ is list and d and d[0].__class__ is list:  # TensorList: a row per member
                         for m, md in enumerate(d):
                             ms = st[m] if st.__class__ is list and m < len(st) else None
-                            _shape_row(add, i, k, m, md, t, ms, cv, None)
-                    else:
-                        _shape_row(add, i, k, None, d, t, st, cv, info)
-        arrays = []
-        for c, f in zip(cols, SHAPE_PART_SCHEMA):
-            if f.name == "chunk":
-                arrays.append(pa.array([self.chunk] * len(cols[1]), pa.int32()))
-            elif f.name in ("dims", "strides"):
-                arrays.append(_int_lists(c))
-            else:
-                arrays.append(pa.array(c, f.type))
-        table = pa.Table.from_arrays(arrays, schema=SHAPE_PART_SCHEMA)
+                            out(_shape_row(i, k, m, md, t, ms, cv, None))
+                        continue
+                    info = dtypes.get(t) if t is not None else None
+                    if d.__class__ is list and info is not None and info.is_tensor:
+                        try:
+                            numel = prod(d)
+                        except TypeError:
+                            numel = None
+                        if numel.__class__ is int and _INT64_MIN <= numel <= _INT64_MAX:
+                            out((i, k, None, d, t, st if st.__class__ is list else None, cv, numel,
+                                 info.elem_bytes, numel * info.elem_bytes))
+                            continue
+                    out(_shape_row(i, k, None, d, t, st, cv, info))
+        cols = list(zip(*rows)) if rows else [()] * (len(SHAPE_PART_SCHEMA) - 1)
+        arrays = [pa.array([self.chunk] * len(rows), pa.int32())]
+        for c, f in zip(cols, list(SHAPE_PART_SCHEMA)[1:]):
+            arrays.append(_int_lists(list(c)) if f.name in ("dims", "strides") else pa.array(c, f.type))
+        tables.append(pa.Table.from_arrays(arrays, schema=SHAPE_PART_SCHEMA))
+        table = pa.concat_tables(tables)
         return table.sort_by([("local_idx", "ascending"), ("input_index", "ascending"), ("member_index", "ascending")])
 
     def _args_table(self) -> pa.Table:
@@ -462,9 +473,71 @@ def _column_table(event_idx: pa.Array, j: int, key: str, column: tuple) -> pa.Ta
     return pa.Table.from_arrays(arrays, schema=ARG_VALUE_SCHEMA)
 
 
-def _shape_row(add: list, i: int, k: int, m: int | None, d: object, t: str | None, st: object, cv: str | None,
-               info: DType | None) -> None:
-    """Append one shapes row; numel and bytes only for tensors (and TensorList members)."""
+_TYPE_NAMES = pa.array(list(DTYPES))
+_TYPE_ELEM = pa.array([d.elem_bytes if d.is_tensor else None for d in DTYPES.values()], pa.int32())
+
+
+def _shapes_vectorized(chunk: int, idx: list[int], group: list[tuple], jd: int, jt: int | None, js: int | None,
+                       jc: int | None) -> pa.Table | None:
+    """Shapes of a group of ops column-wise with Arrow, when every op's per-input lists line up
+    (same length, plain int dims, string types); None sends the group to the row-by-row path."""
+    if jt is None:
+        return None
+    try:
+        dims = pa.array([row[jd] for row in group], pa.list_(pa.list_(pa.int64())))
+        types = pa.array([row[jt] for row in group], pa.list_(pa.string()))
+        strides = pa.array([row[js] for row in group], pa.list_(pa.list_(pa.int64()))) if js is not None else None
+        concrete = pa.array([row[jc] for row in group], pa.list_(pa.string())) if jc is not None else None
+    except (pa.ArrowException, OverflowError, TypeError, ValueError):
+        return None
+    lengths = pc.list_value_length(dims)
+    for other in (types, strides, concrete):
+        if other is not None and not pc.all(pc.equal(pc.list_value_length(other), lengths)).as_py():
+            return None
+    if dims.null_count or types.null_count:
+        return None
+    parent = pc.list_parent_indices(dims).to_numpy()
+    offsets = dims.offsets.to_numpy()
+    n = len(parent)
+    input_index = np.arange(n, dtype=np.int64) - offsets[parent]
+    flat_dims = dims.flatten()
+    flat_types = types.flatten()
+    # numel = product of each input's dims (1 for []), for tensor types only
+    values = flat_dims.flatten().to_numpy(zero_copy_only=False)
+    inner = flat_dims.offsets.to_numpy()
+    numel = np.ones(n, dtype=np.int64)
+    nonempty = inner[1:] > inner[:-1]
+    if nonempty.any():
+        numel[nonempty] = np.multiply.reduceat(values, inner[:-1][nonempty])
+    elem = pc.take(_TYPE_ELEM, pc.index_in(flat_types, value_set=_TYPE_NAMES))
+    is_tensor = pc.is_valid(elem).to_numpy(zero_copy_only=False)
+    numel_arr = pa.array(numel, pa.int64(), mask=~is_tensor)
+    arrays = [
+        pa.array(np.full(n, chunk, dtype=np.int32)),
+        pa.array(np.asarray(idx, dtype=np.int32)[parent]),
+        pa.array(input_index.astype(np.int32)),
+        pa.nulls(n, pa.int32()),
+        flat_dims,
+        flat_types,
+        strides.flatten() if strides is not None else pa.nulls(n, pa.list_(pa.int64())),
+        concrete.flatten() if concrete is not None else pa.nulls(n, pa.string()),
+        numel_arr,
+        elem,
+        pc.multiply(numel_arr, elem.cast(pa.int64())),
+    ]
+    return pa.Table.from_arrays(arrays, schema=SHAPE_PART_SCHEMA)
+
+
+def _same_length(values: object, n: int) -> list:
+    """A per-input arg list padded (or cut) to n entries; None entries when missing."""
+    if values.__class__ is list:
+        return values if len(values) == n else (values + [None] * n)[:n]
+    return [None] * n
+
+
+def _shape_row(i: int, k: int, m: int | None, d: object, t: str | None, st: object, cv: str | None,
+               info: DType | None) -> tuple:
+    """One shapes row; numel and bytes only for tensors (and TensorList members)."""
     numel = elem = nbytes = None
     if d.__class__ is not list:
         d = None
@@ -481,8 +554,7 @@ def _shape_row(add: list, i: int, k: int, m: int | None, d: object, t: str | Non
                 nbytes = numel * elem
     if st.__class__ is not list:
         st = None
-    for a, v in zip(add[1:], (i, k, m, d, t, st, cv, numel, elem, nbytes)):
-        a(v)
+    return (i, k, m, d, t, st, cv, numel, elem, nbytes)
 
 
 def _int_lists(values: list) -> pa.Array:

@@ -10,7 +10,7 @@ import shutil
 import time
 from collections import Counter
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -233,18 +233,20 @@ def _merge(path: Path, tmp: Path, parts: Path, layout: TraceLayout, results: lis
                 ORDER BY track, x.ts_ns, end_ns DESC, event_id"""
         ).to_arrow_reader(NEST_BATCH)
         watch.lap("merge: sort for nesting")
-        for batch in reader:
-            cols = batch.to_pydict()
-            nester.feed(cols["track"], cols["event_id"], cols["ts_ns"], cols["end_ns"], cols["pyframe"],
-                        cols["call_stack_id"], cols["is_op"])
-        del reader
-        watch.lap("merge: nesting")
-        _write_events(tmp, parts, results, offsets, run_id, base_ns, nester)
-        watch.lap("merge: write events")
-        _write_parts(tmp, parts, "args", results, offsets, run_id)
-        watch.lap("merge: write args")
-        _write_parts(tmp, parts, "shapes", results, offsets, run_id)
-        watch.lap("merge: write shapes")
+        # args and shapes need no nesting: write them in a thread (Parquet work releases the GIL)
+        # while this thread nests events in Python.
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            side = pool.submit(lambda: [_write_parts(tmp, parts, t, results, offsets, run_id) for t in ("args", "shapes")])
+            for batch in reader:
+                cols = batch.to_pydict()
+                nester.feed(cols["track"], cols["event_id"], cols["ts_ns"], cols["end_ns"], cols["pyframe"],
+                            cols["call_stack_id"], cols["is_op"])
+            del reader
+            watch.lap("merge: nesting (args and shapes written meanwhile)")
+            _write_events(tmp, parts, results, offsets, run_id, base_ns, nester)
+            watch.lap("merge: write events")
+            side.result()
+            watch.lap("merge: wait for args and shapes")
         used = np.unique(nester.stack)
         _write_stacks(tmp, run_id, stacks, used[used != 0].tolist())
         watch.lap("merge: write stacks")
