@@ -19,7 +19,7 @@ from pathlib import Path
 
 import duckdb
 
-from .catalog import sql_dir
+from .catalog import Column, sql_dir
 from .db import Database, _first_line
 from .errors import QueryError, RunSelectionError, TraceduckError
 
@@ -52,13 +52,6 @@ class Param:
             return _TYPES[self.type](text)
         except ValueError:
             raise ReportError(f"--param {self.name}={text!r} is not a valid {self.type}") from None
-
-
-@dataclass
-class Column:
-    name: str
-    type: str
-    doc: str
 
 
 @dataclass
