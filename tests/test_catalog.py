@@ -60,3 +60,25 @@ def test_a_missing_column_doc_is_caught():
 
     rel = parse_sql_file("-- A view.\n-- @column a INTEGER\nCREATE VIEW v AS SELECT 1 AS a;\n")[0]
     assert rel.columns[0].doc == ""  # the check above would list it
+
+
+def test_catalog_file_opens_in_a_fresh_duckdb_connection(tmp_path):
+    import gzip
+    import json
+
+    from traceduck.catalog_file import write_catalog
+    from traceduck.store import Store
+
+    store = tmp_path / "store"
+    traceduck.ingest(SAMPLES / "buggy.json.gz", store=store)
+    path = write_catalog(Store(store))
+    expected = sum(1 for e in json.loads(gzip.decompress((SAMPLES / "buggy.json.gz").read_bytes()))["traceEvents"]
+                   if e.get("cat") == "cpu_op")
+    con = duckdb.connect(str(path), read_only=True)
+    assert con.execute("SELECT count(*) FROM cpu_ops").fetchall()[0][0] == expected
+    assert con.execute("SELECT comment FROM duckdb_views() WHERE view_name = 'tensor_copies'").fetchall()[0][0]
+    con.close()
+    traceduck.ingest(SAMPLES / "fixed.json.gz", store=store)  # views read by glob: new runs show up
+    con = duckdb.connect(str(path), read_only=True)
+    assert con.execute("SELECT count(*) FROM runs").fetchall()[0][0] == 2
+    con.close()

@@ -15,6 +15,7 @@ from . import __version__
 from .api import expand_paths, ingest as ingest_traces, open as open_store
 from .errors import InputError, TraceduckError
 from .export import export_run
+from .catalog_file import write_catalog
 from .diff import diff_runs
 from .render import Format, human_bytes, render
 from .reports import Report, all_reports, get_report, run_report
@@ -243,6 +244,13 @@ def diff(
     else:  # keep stdout machine-readable
         typer.echo(result.header(), err=True)
     render(result.columns, rows, format, sys.stdout)
+
+
+@app.command()
+def catalog(store: Optional[Path] = StoreOpt) -> None:
+    """Write STORE/catalog.duckdb: the views and their docs, for the DuckDB CLI, DBeaver or a notebook."""
+    path = write_catalog(Store(store))
+    typer.echo(f"{path} (open it with any DuckDB client, e.g. `duckdb {path}`)")
 
 
 @app.command()

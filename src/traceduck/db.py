@@ -17,12 +17,13 @@ def _literal(text: str) -> str:
 class Database:
     """A store opened for querying. Views `runs`, `events`, `args`, `shapes`, `stacks` span all runs."""
 
-    def __init__(self, store: Store, threads: int | None = None, run_ids: list[str] | None = None) -> None:
+    def __init__(self, store: Store, threads: int | None = None, run_ids: list[str] | None = None,
+                 database: str = ":memory:") -> None:
         self.store = store
         self.run_ids = run_ids  # None: every run; else only these runs' files are read
         if not store.path.is_dir():
             raise StoreError(f"no store at {store.path}", "Run `traceduck ingest TRACE` first, or pass --store")
-        self.con = duckdb.connect()
+        self.con = duckdb.connect(database)
         if threads:
             self.con.execute(f"SET threads = {int(threads)}")
         self._create_views()

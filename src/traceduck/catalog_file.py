@@ -1,0 +1,36 @@
+"""`traceduck catalog`: a DuckDB database file in the store, for any DuckDB client.
+
+The file holds only views (over the store's Parquet files, by glob, so runs ingested later show
+up), the reference tables, macros and the COMMENT ON documentation; the data stays in Parquet.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+from .db import Database
+from .errors import StoreError
+from .store import Store
+
+CATALOG_FILE = "catalog.duckdb"
+
+
+def write_catalog(store: Store) -> Path:
+    """Write STORE/catalog.duckdb (replacing it atomically) and return its path."""
+    if not store.run_ids():
+        raise StoreError(f"no runs in {store.path}", "Ingest a trace first: the catalog's views need Parquet files to read")
+    target = store.path / CATALOG_FILE
+    tmp = store.path / "tmp" / f"catalog.{uuid.uuid4().hex[:8]}.duckdb"
+    tmp.parent.mkdir(exist_ok=True)
+    db = Database(store, database=str(tmp))
+    try:
+        db.con.execute("CHECKPOINT")
+    finally:
+        db.close()
+    os.replace(tmp, target)
+    wal = Path(str(tmp) + ".wal")
+    if wal.exists():
+        wal.unlink()
+    return target
