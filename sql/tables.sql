@@ -79,6 +79,8 @@ CREATE TABLE events (
   dur_ns BIGINT,
   -- Innermost event on the same track (pid, tid; device tracks apart) whose span contains this one.
   parent_id BIGINT,
+  -- dur_ns minus the durations of the direct children (events with this parent_id), never below 0; NULL without dur.
+  self_dur_ns BIGINT,
   -- Nesting depth on the track (0 = top level; NULL for events not on a timeline: M, flows, counters).
   depth INTEGER,
   -- True for events that run on a device (kernels, memcpy, memset, GPU annotations).
@@ -87,6 +89,8 @@ CREATE TABLE events (
   cpu_op_id BIGINT,
   -- The outermost CPU op that is this event or contains it on its thread (the top-level op).
   top_op_id BIGINT,
+  -- Profiler step whose CPU window (see `step_windows`) contains the start of this CPU event; NULL on devices.
+  step BIGINT,
   -- The `External id` arg (links CPU ops, runtime calls and kernels), or NULL.
   external_id BIGINT,
   -- The `correlation` arg (links a runtime launch to its GPU work), or NULL.
@@ -155,6 +159,21 @@ CREATE TABLE shapes (
   elem_bytes INTEGER,
   -- Size of the tensor in bytes: numel * elem_bytes.
   bytes BIGINT
+);
+
+-- One row per profiler step: the CPU-side `ProfilerStep#N` annotation (category user_annotation, or
+-- legacy Operator/cpu_op) that defines the step's window. The `steps` view adds the GPU-side span.
+CREATE TABLE step_windows (
+  -- Run the step belongs to.
+  run_id VARCHAR,
+  -- N of ProfilerStep#N (numbering counts the schedule's wait and warmup steps).
+  step BIGINT,
+  -- The ProfilerStep annotation event.
+  event_id BIGINT,
+  -- Start of the window, ns.
+  ts_ns BIGINT,
+  -- Length of the window, ns.
+  dur_ns BIGINT
 );
 
 -- Interned Python call stacks: one row per frame of each distinct stack of a run.

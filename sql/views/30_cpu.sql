@@ -1,7 +1,7 @@
 -- Every CPU operator (2023+ `cpu_op`, legacy `Operator` except record_function annotations such
 -- as `ProfilerStep#N`) with its self time, its place in the op tree, its call site and step.
 -- self_dur_ns = dur_ns minus the time of its direct children on the same thread (ops,
--- annotations and Python frames), never below 0.
+-- annotations and Python frames), never below 0 (computed at ingest, as events.self_dur_ns).
 -- @column run_id VARCHAR Run of the op.
 -- @column event_id BIGINT The op event.
 -- @column name VARCHAR Op name, e.g. aten::copy_.
@@ -23,22 +23,13 @@
 -- @column module_path VARCHAR nn.Module chain of the op's Python stack, outermost first.
 -- @column step BIGINT Profiler step whose window contains the op's start.
 CREATE OR REPLACE VIEW cpu_ops AS
-WITH children AS (
-  SELECT run_id, parent_id, sum(dur_ns) AS child_dur_ns
-  FROM events
-  WHERE parent_id IS NOT NULL AND phase = 'X' AND dur_ns > 0
-  GROUP BY run_id, parent_id
-)
-SELECT o.run_id, o.event_id, o.name, o.pid, o.tid, o.ts_ns, o.dur_ns,
-       greatest(o.dur_ns - coalesce(c.child_dur_ns, 0), 0)::BIGINT AS self_dur_ns,
+SELECT o.run_id, o.event_id, o.name, o.pid, o.tid, o.ts_ns, o.dur_ns, o.self_dur_ns,
        o.parent_id, p.cpu_op_id AS parent_op_id, o.depth,
        o.top_op_id = o.event_id AS is_top_level,
        o.top_op_id, t.name AS top_op_name,
-       o.external_id, o.seq_num, o.stack_id, cs.call_site, cs.module_path, st.step
+       o.external_id, o.seq_num, o.stack_id, cs.call_site, cs.module_path, o.step
 FROM events o
-LEFT JOIN children c ON c.run_id = o.run_id AND c.parent_id = o.event_id
 LEFT JOIN events p ON p.run_id = o.run_id AND p.event_id = o.parent_id
 LEFT JOIN events t ON t.run_id = o.run_id AND t.event_id = o.top_op_id
 LEFT JOIN call_sites cs ON cs.run_id = o.run_id AND cs.stack_id = o.stack_id
-LEFT JOIN event_steps st ON st.run_id = o.run_id AND st.event_id = o.event_id
 WHERE o.cpu_op_id = o.event_id;

@@ -22,12 +22,11 @@ CREATE OR REPLACE VIEW launches AS
 SELECT l.run_id, l.event_id, l.name, l.pid, l.tid, l.ts_ns, l.dur_ns, l.correlation,
        regexp_matches(l.name, 'GraphLaunch') AS is_graph_launch,
        l.cpu_op_id AS op_event_id, o.name AS op_name, l.top_op_id AS top_op_event_id, t.name AS top_op_name,
-       l.stack_id, cs.call_site, st.step
+       l.stack_id, cs.call_site, l.step
 FROM events l
 LEFT JOIN events o ON o.run_id = l.run_id AND o.event_id = l.cpu_op_id
 LEFT JOIN events t ON t.run_id = l.run_id AND t.event_id = l.top_op_id
 LEFT JOIN call_sites cs ON cs.run_id = l.run_id AND cs.stack_id = l.stack_id
-LEFT JOIN event_steps st ON st.run_id = l.run_id AND st.event_id = l.event_id
 WHERE l.phase = 'X' AND l.category IN ('cuda_runtime', 'cuda_driver', 'Runtime', 'mtia_runtime', 'hip_runtime')
   AND regexp_matches(l.name, '(?i)(launch|memcpy|memset)');
 

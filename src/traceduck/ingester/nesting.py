@@ -26,6 +26,7 @@ class Nester:
         self.stack = np.zeros(total_events, dtype=np.int64)
         self.cpu_op = np.full(total_events, -1, dtype=np.int64)
         self.top_op = np.full(total_events, -1, dtype=np.int64)
+        self.child_ns = np.zeros(total_events, dtype=np.int64)  # summed duration of direct children
         self.overlap_count = 0
         self.stacks = stacks
         # (end, event_id, depth, python stack, innermost cpu op, outermost cpu op); -1 = no op
@@ -97,3 +98,7 @@ class Nester:
         self.stack[ids] = stack_out
         self.cpu_op[ids] = op_out
         self.top_op[ids] = top_out
+        parents = np.asarray(parent_out, dtype=np.int64)
+        has_parent = parents >= 0
+        durations = np.asarray(end, dtype=np.int64) - np.asarray(ts, dtype=np.int64)
+        np.add.at(self.child_ns, parents[has_parent], durations[has_parent])

@@ -39,6 +39,9 @@ TIMELINE_PHASES = ("X", "i", "I", "B", "n", "P")
 # CPU operators (2023+ `cpu_op`, 2021 `Operator`). Legacy record_function annotations written as
 # `Operator` (ProfilerStep#3, enumerate(DataLoader)#...) have a `#` in the name and are not ops.
 OP_CATEGORIES = ("cpu_op", "Operator")
+# A profiler step is the window of a CPU-side `ProfilerStep#N` annotation (legacy traces: an Operator).
+STEP_NAME = re.compile(r"^ProfilerStep#(\d+)$")
+STEP_CATEGORIES = ("user_annotation", "Operator", "cpu_op")
 MERGE_MEMORY = "512MB"  # DuckDB's share while merging; it spills to disk beyond this
 NEST_BATCH = 1 << 18
 _RANK_IN_NAME = re.compile(r"(?:rank|worker)[-_]?(\d+)", re.I)
@@ -221,6 +224,7 @@ def _merge(path: Path, tmp: Path, parts: Path, layout: TraceLayout, results: lis
             "?::VARCHAR[] AS timeline_phases, ?::VARCHAR[] AS op_categories",
             [offsets, list(DEVICE_CATEGORIES), list(TIMELINE_PHASES), list(OP_CATEGORIES)],
         )
+        windows = _step_windows(con, parts, base_ns)
         reader = con.sql(
             f"""SELECT hash(list_contains(p.device_categories, lower(coalesce(x.category, ''))), x.pid, x.tid) AS track,
                        p.offsets[x.chunk + 1] + x.local_idx AS event_id, x.ts_ns,
@@ -243,7 +247,8 @@ def _merge(path: Path, tmp: Path, parts: Path, layout: TraceLayout, results: lis
                             cols["call_stack_id"], cols["is_op"])
             del reader
             watch.lap("merge: nesting (args and shapes written meanwhile)")
-            _write_events(tmp, parts, results, offsets, run_id, base_ns, nester)
+            _write_events(tmp, parts, results, offsets, run_id, base_ns, nester, windows)
+            _write_step_windows(tmp, run_id, windows)
             watch.lap("merge: write events")
             side.result()
             watch.lap("merge: wait for args and shapes")
@@ -257,7 +262,7 @@ def _merge(path: Path, tmp: Path, parts: Path, layout: TraceLayout, results: lis
 
 
 # Sorted or nearly sorted integers (ids, times) compress far better delta-encoded than dictionary-encoded.
-_DELTA_COLUMNS = {"event_id", "ts_ns", "dur_ns", "parent_id", "cpu_op_id", "top_op_id", "external_id", "correlation", "python_id",
+_DELTA_COLUMNS = {"event_id", "ts_ns", "dur_ns", "self_dur_ns", "parent_id", "cpu_op_id", "top_op_id", "external_id", "correlation", "python_id",
                   "python_parent_id", "seq_num", "int_value", "flow_id"}
 
 
@@ -272,8 +277,42 @@ def _masked(values: np.ndarray, missing: np.ndarray, typ: pa.DataType) -> pa.Arr
     return pa.array(values, typ, mask=missing)
 
 
+def _step_windows(con: duckdb.DuckDBPyConnection, parts: Path, base_ns: int) -> dict[str, np.ndarray]:
+    """The CPU ProfilerStep#N annotations of the run, by start: the steps' windows."""
+    rows = con.execute(
+        f"""SELECT p.offsets[x.chunk + 1] + x.local_idx AS event_id, x.ts_ns + ? AS ts_ns, x.dur_ns, x.name
+            FROM read_parquet('{_q(str(parts / "events-*.parquet"))}') x, p
+            WHERE x.phase = 'X' AND list_contains(?::VARCHAR[], x.category) AND x.name LIKE 'ProfilerStep#%'
+              AND x.ts_ns IS NOT NULL AND x.dur_ns IS NOT NULL
+            ORDER BY ts_ns, event_id""", [base_ns, list(STEP_CATEGORIES)]).fetchall()
+    found = [(eid, ts, dur, int(m.group(1))) for eid, ts, dur, name in rows if (m := STEP_NAME.match(name))]
+    cols = list(zip(*found)) if found else [(), (), (), ()]
+    return {k: np.asarray(v, dtype=np.int64) for k, v in zip(("event_id", "ts_ns", "dur_ns", "step"), cols)}
+
+
+def _assign_steps(ts: np.ndarray, valid: np.ndarray, windows: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """(step, missing mask) for start times: the window that contains each start, by binary search."""
+    steps = np.zeros(len(ts), dtype=np.int64)
+    if not len(windows["ts_ns"]):
+        return steps, np.ones(len(ts), dtype=bool)
+    i = np.searchsorted(windows["ts_ns"], ts, side="right") - 1
+    safe = np.clip(i, 0, None)
+    inside = valid & (i >= 0) & (ts < windows["ts_ns"][safe] + windows["dur_ns"][safe])
+    steps[inside] = windows["step"][safe[inside]]
+    return steps, ~inside
+
+
+def _write_step_windows(tmp: Path, run_id: str, windows: dict[str, np.ndarray]) -> None:
+    schema = arrow_schemas()["step_windows"]
+    n = len(windows["step"])
+    table = pa.table({"run_id": pa.array([run_id] * n, pa.string()), "step": windows["step"],
+                      "event_id": windows["event_id"], "ts_ns": windows["ts_ns"], "dur_ns": windows["dur_ns"]},
+                     schema=schema)
+    pq.write_table(table, tmp / "step_windows.parquet", compression="zstd")
+
+
 def _write_events(tmp: Path, parts: Path, results: list[ChunkResult], offsets: list[int], run_id: str,
-                  base_ns: int, nester: Nester) -> None:
+                  base_ns: int, nester: Nester, windows: dict[str, np.ndarray]) -> None:
     """events.parquet: the parts in file order, with global ids, absolute times and nesting."""
     schema = arrow_schemas()["events"]
     device = pa.array(list(DEVICE_CATEGORIES))
@@ -289,13 +328,24 @@ def _write_events(tmp: Path, parts: Path, results: list[ChunkResult], offsets: l
             top_op = nester.top_op[sl]
             call_stack = part.column("call_stack_id")
             stack_col = pc.coalesce(call_stack, _masked(stack, stack == 0, pa.int64()))
+            ts_abs = pc.add(part.column("ts_ns"), pa.scalar(base_ns, pa.int64()))
+            on_device = pc.is_in(pc.utf8_lower(pc.fill_null(part.column("category"), "")), value_set=device)
+            ts_np = pc.fill_null(ts_abs, 0).to_numpy()
+            cpu_timed = (pc.is_valid(ts_abs).to_numpy(zero_copy_only=False)
+                         & ~on_device.to_numpy(zero_copy_only=False))
+            step, no_step = _assign_steps(ts_np, cpu_timed, windows)
+            dur = part.column("dur_ns")
+            self_dur = np.maximum(pc.fill_null(dur, 0).to_numpy() - nester.child_ns[sl], 0)
+            no_self = ~pc.is_valid(dur).to_numpy(zero_copy_only=False) | (depth < 0)
             cols = {
                 "run_id": pa.array([run_id] * n, pa.string()),
                 "event_id": pa.array(np.arange(off, off + n, dtype=np.int64)),
-                "ts_ns": pc.add(part.column("ts_ns"), pa.scalar(base_ns, pa.int64())),
+                "ts_ns": ts_abs,
+                "self_dur_ns": _masked(self_dur, no_self, pa.int64()),
+                "step": _masked(step, no_step, pa.int64()),
                 "parent_id": _masked(parent, parent < 0, pa.int64()),
                 "depth": _masked(depth, depth < 0, pa.int32()),
-                "on_device": pc.is_in(pc.utf8_lower(pc.fill_null(part.column("category"), "")), value_set=device),
+                "on_device": on_device,
                 "stack_id": stack_col,
                 "cpu_op_id": _masked(cpu_op, cpu_op < 0, pa.int64()),
                 "top_op_id": _masked(top_op, top_op < 0, pa.int64()),
