@@ -37,14 +37,17 @@ def _tree_rss_kb(root: int) -> int:
     return total
 
 
-def measure(cmd: list[str], env: dict | None = None) -> tuple[float, float, int]:
+def measure(cmd: list[str], env: dict | None = None, stderr_to: Path | None = None) -> tuple[float, float, int]:
     """(wall seconds, peak tree RSS in MB, exit code) of a command."""
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL)
+    err = open(stderr_to, "w") if stderr_to else None
+    proc = subprocess.Popen(cmd, env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL, stderr=err)
     peak = 0
     while proc.poll() is None:
         peak = max(peak, _tree_rss_kb(proc.pid))
         time.sleep(0.05)
+    if err:
+        err.close()
     return time.perf_counter() - start, peak / 1024, proc.returncode
 
 

@@ -81,3 +81,29 @@ def test_python_api_returns_duckdb_relations(tmp_path):
     table = rel.to_arrow_table()
     assert table.column_names == ["name", "n"] and table.num_rows == 3
     assert [r[0] for r in rel.fetchall()] == table.column("name").to_pylist()
+
+
+def test_mid_size_generated_trace_is_exact(tmp_path):
+    """A ~50 MB trace goes through the worker processes and still round-trips exactly."""
+    out = tmp_path / "mid.json"
+    tool = shared_dir().parent / "tools" / "bigtrace.py"
+    subprocess.run([sys.executable, str(tool), str(shared_dir() / "cpu/full.json"), str(out), "--mb", "50"],
+                   check=True, capture_output=True)
+    assert out.stat().st_size > pipeline.PARALLEL_MIN_BYTES
+    result = traceduck.ingest(out, store=tmp_path / "s", jobs=2)[0]
+    original = load_json(out)
+    assert result.events == len(trace_events(original))
+    back = tmp_path / "back.json"
+    export_run(Store(tmp_path / "s"), result.run_id, back)
+    assert trace_difference(original, load_json(back)) is None
+
+
+def test_benchmark_smoke(tmp_path):
+    """The benchmark's small mode runs end to end (so the benchmark cannot rot)."""
+    out = tmp_path / "bench.md"
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "run.py"), "--small", "--cache", str(tmp_path / "cache"),
+                           "--out", str(out)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    text = out.read_text()
+    assert "| cpu `cpu-4mb.json` |" in text and "| gpu `gpu-4mb.json` |" in text
+    assert text.count("| overview |") == 2

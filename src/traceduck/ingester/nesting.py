@@ -21,11 +21,13 @@ class Nester:
     """Feeds sorted rows batch by batch; keeps the open-event stack across batches."""
 
     def __init__(self, total_events: int, stacks: StackInterner) -> None:
-        self.parent = np.full(total_events, -1, dtype=np.int64)
+        # event ids fit 32 bits below 2**31 events; halves what the merge holds for big traces
+        ids = np.int32 if total_events < (1 << 31) else np.int64
+        self.parent = np.full(total_events, -1, dtype=ids)
         self.depth = np.full(total_events, -1, dtype=np.int32)
         self.stack = np.zeros(total_events, dtype=np.int64)
-        self.cpu_op = np.full(total_events, -1, dtype=np.int64)
-        self.top_op = np.full(total_events, -1, dtype=np.int64)
+        self.cpu_op = np.full(total_events, -1, dtype=ids)
+        self.top_op = np.full(total_events, -1, dtype=ids)
         self.child_ns = np.zeros(total_events, dtype=np.int64)  # summed duration of direct children
         self.overlap_count = 0
         self.stacks = stacks

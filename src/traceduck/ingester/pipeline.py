@@ -42,7 +42,7 @@ OP_CATEGORIES = ("cpu_op", "Operator")
 # A profiler step is the window of a CPU-side `ProfilerStep#N` annotation (legacy traces: an Operator).
 STEP_NAME = re.compile(r"^ProfilerStep#(\d+)$")
 STEP_CATEGORIES = ("user_annotation", "Operator", "cpu_op")
-MERGE_MEMORY = "512MB"  # DuckDB's share while merging; it spills to disk beyond this
+MERGE_MEMORY = "256MB"  # DuckDB's share while merging; it spills to disk beyond this
 NEST_BATCH = 1 << 18
 _RANK_IN_NAME = re.compile(r"(?:rank|worker)[-_]?(\d+)", re.I)
 
@@ -274,7 +274,7 @@ def _parquet_writer(path: Path, schema: pa.Schema) -> pq.ParquetWriter:
 
 
 def _masked(values: np.ndarray, missing: np.ndarray, typ: pa.DataType) -> pa.Array:
-    return pa.array(values, typ, mask=missing)
+    return pa.array(values.astype(typ.to_pandas_dtype(), copy=False), typ, mask=missing)
 
 
 def _step_windows(con: duckdb.DuckDBPyConnection, parts: Path, base_ns: int) -> dict[str, np.ndarray]:

@@ -1,0 +1,144 @@
+"""The benchmark: ingest vs the parse floors, side by side, and report latencies; writes BENCHMARKS.md.
+
+    python3 bench/run.py                 # full run: ~480 MB CPU and GPU traces, a ~2 GB CPU trace
+    python3 bench/run.py --small --out /tmp/bench.md   # seconds; what CI runs so this cannot rot
+
+Inputs are grown from real traces with ../shared/tools/bigtrace.py and cached in bench/cache/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+SHARED = ROOT.parent / "shared"
+sys.path.insert(0, str(HERE))
+
+from measure import measure  # noqa: E402
+
+SOURCES = {
+    "cpu": SHARED / "traces/cpu/full.json",
+    "gpu": SHARED / "traces/public/facebookresearch__HolisticTraceAnalysis/tests/data/trace_diff/control/control.json.gz",
+}
+
+
+def grow(kind: str, mb: int, cache: Path) -> Path:
+    out = cache / f"{kind}-{mb}mb.json"
+    if not out.exists():
+        tmp = out.with_suffix(".part")
+        subprocess.run([sys.executable, str(SHARED / "tools/bigtrace.py"), str(SOURCES[kind]), str(tmp), "--mb", str(mb)],
+                       check=True, capture_output=True)
+        tmp.rename(out)
+    return out
+
+
+def machine() -> str:
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), platform.processor() or "unknown CPU")
+    mem = next((int(line.split()[1]) // 1024 // 1024 for line in Path("/proc/meminfo").read_text().splitlines()
+                if line.startswith("MemTotal")), 0)
+    return f"{os.cpu_count()} cores ({cpu}), {mem} GiB memory, Python {platform.python_version()}, {platform.system()}"
+
+
+def traceduck_cmd() -> list[str]:
+    return [sys.executable, "-m", "traceduck"]
+
+
+def report_latencies(store: Path) -> list[tuple[str, float, int]]:
+    """Warm latency of every report (second of two runs in one process), in seconds."""
+    code = (
+        "import json, sys, time, traceduck\n"
+        "from traceduck.reports import all_reports, run_report\n"
+        "db = traceduck.open(sys.argv[1]); out = []\n"
+        "for name in all_reports():\n"
+        "    run_report(db, name)\n"
+        "    t = time.perf_counter(); cols, rows = run_report(db, name); out.append((name, time.perf_counter() - t, len(rows)))\n"
+        "print(json.dumps(out))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(store)], check=True, capture_output=True, text=True)
+    return [tuple(x) for x in json.loads(done.stdout)]
+
+
+def run(args: argparse.Namespace) -> str:
+    cache = Path(args.cache)
+    cache.mkdir(parents=True, exist_ok=True)
+    inputs = [("cpu", args.mb), ("gpu", args.mb)] + ([("cpu", args.big_mb)] if args.big_mb else [])
+    rows = []
+    latencies = {}
+    for kind, mb in inputs:
+        path = grow(kind, mb, cache)
+        size = path.stat().st_size
+        store = cache / f"store-{kind}-{mb}"
+        shutil.rmtree(store, ignore_errors=True)
+        big = mb == args.big_mb and args.big_mb
+        floor = None if big else measure([sys.executable, str(HERE / "json_loads.py"), str(path)])
+        stream = None if big else measure([sys.executable, str(HERE / "ijson_floor.py"), str(path)])
+        timings = cache / f"timings-{kind}-{mb}.txt"
+        ingest = measure(traceduck_cmd() + ["ingest", str(path), "--store", str(store), "-q", "--timings"],
+                         stderr_to=timings)
+        if ingest[2] != 0:
+            raise SystemExit(f"ingest of {path} failed")
+        store_bytes = sum(f.stat().st_size for f in (store / "runs").rglob("*") if f.is_file())
+        events = json.loads(subprocess.run(traceduck_cmd() + ["sql", "SELECT sum(event_count) AS n FROM runs", "--store",
+                                                              str(store), "-f", "json"],
+                                           check=True, capture_output=True, text=True).stdout)[0]["n"]
+        rows.append((kind, path.name, size, events, floor, stream, ingest, store_bytes, timings.read_text().strip()))
+        if not big:
+            latencies[f"{kind} {size / 1e6:.0f} MB"] = (report_latencies(store), floor[0] if floor else None)
+    return render(rows, latencies)
+
+
+def render(rows, latencies) -> str:
+    lines = ["# Benchmarks", "", f"Machine: {machine()}.", "",
+             "Made by `python3 bench/run.py` (inputs grown from real traces by `../shared/tools/bigtrace.py`). "
+             "Wall time and peak RSS of the whole process tree, side by side on the same file.", "",
+             "| trace | MB | events | json.loads gc-off s (RSS MB) | bare ijson s (RSS MB) | traceduck ingest s (RSS MB) "
+             "| ingest / json.loads | store / JSON |",
+             "|---|---|---|---|---|---|---|---|"]
+    for kind, name, size, events, floor, stream, ingest, store_bytes, _ in rows:
+        def fmt(m):
+            return f"{m[0]:.2f} ({m[1]:.0f})" if m else "not run"
+        ratio = f"{ingest[0] / floor[0]:.2f}x" if floor else "-"
+        lines.append(f"| {kind} `{name}` | {size / 1e6:.0f} | {events:,} | {fmt(floor)} | {fmt(stream)} | {fmt(ingest)} "
+                     f"| {ratio} | {100 * store_bytes / size:.1f}% |")
+    lines += ["", "Where ingest's time goes (`traceduck ingest --timings`, same runs):", ""]
+    lines += [f"- {kind} {size / 1e6:.0f} MB: {t.split(': ', 1)[-1]}" for kind, _, size, _, _, _, _, _, t in rows]
+    for label, (lat, floor_s) in latencies.items():
+        budget = 0.1 * floor_s if floor_s else None
+        lines += ["", f"Report latency on the {label} store (warm: second run in one process; budget 0.1 x json.loads"
+                  + (f" = {budget:.2f} s" if budget else "") + "):", "", "| report | seconds | rows | within budget |",
+                  "|---|---|---|---|"]
+        for name, seconds, n in lat:
+            ok = "yes" if budget and seconds <= budget else "no"
+            lines.append(f"| {name} | {seconds:.3f} | {n} | {ok} |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--small", action="store_true", help="tiny inputs (seconds), for CI")
+    p.add_argument("--mb", type=int, default=480, help="size of the CPU and GPU traces")
+    p.add_argument("--big-mb", type=int, default=2000, help="size of the memory-check CPU trace (0: skip)")
+    p.add_argument("--cache", default=str(HERE / "cache"), help="where grown traces and stores are kept")
+    p.add_argument("--out", default=str(ROOT / "BENCHMARKS.md"), help="where to write the table")
+    args = p.parse_args()
+    if args.small:
+        args.mb, args.big_mb = 4, 0
+    if not SHARED.is_dir():
+        raise SystemExit(f"the shared traces are needed at {SHARED}")
+    text = run(args)
+    Path(args.out).write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
