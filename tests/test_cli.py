@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SAMPLES, write_trace
+from conftest import SAMPLES
 
 BUGGY = SAMPLES / "buggy.json.gz"
 FIXED = SAMPLES / "fixed.json.gz"

@@ -111,9 +111,3 @@ SCALAR_TYPE_NAMES: dict[int, str] = {
     23: "Float8_e5m2", 24: "Float8_e4m3fn", 25: "Float8_e5m2fnuz", 26: "Float8_e4m3fnuz", 27: "UInt16",
     28: "UInt32", 29: "UInt64", 44: "Float8_e8m0fnu", 45: "Float4_e2m1fn_x2",
 }
-
-
-def elem_bytes(type_name: str | None) -> int | None:
-    """Bytes per element for a Kineto type name, None when unknown or not a tensor."""
-    d = DTYPES.get(type_name) if type_name is not None else None
-    return d.elem_bytes if d else None

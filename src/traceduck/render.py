@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import decimal
-import io
 import json
 import uuid
 from enum import Enum
@@ -69,12 +68,6 @@ def render(columns: list[str], rows: list[tuple], fmt: Format, out: TextIO, titl
         for row in rows:
             table.add_row(*(_text(v) for v in row))
         Console(file=out, width=None if out.isatty() else 200).print(table)
-
-
-def render_to_string(columns: list[str], rows: list[tuple], fmt: Format) -> str:
-    buf = io.StringIO()
-    render(columns, rows, fmt, buf)
-    return buf.getvalue()
 
 
 def human_bytes(n: int) -> str:

@@ -17,7 +17,6 @@ from .errors import StoreError
 
 STORE_ENV = "TRACEDUCK_STORE"
 DEFAULT_STORE = "traceduck.store"
-TABLES = ("runs", "events", "args", "shapes", "stacks")
 RUN_ID_HEX = 12
 
 
