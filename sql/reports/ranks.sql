@@ -15,12 +15,12 @@
 -- column: spread_ns BIGINT -- collective: last start minus first start across ranks, ns
 WITH sel AS (SELECT run_id FROM report_runs),
 coll AS (
-  SELECT e.run_id, e.event_id, e.ts_ns,
-         coalesce((SELECT a.string_value FROM args a WHERE a.run_id = e.run_id AND a.event_id = e.event_id
+  -- collective kernels as `activity` classifies them (one rule for communication)
+  SELECT c.run_id, c.event_id, c.ts_ns,
+         coalesce((SELECT a.string_value FROM args a WHERE a.run_id = c.run_id AND a.event_id = c.event_id
                    AND a.key = 'Collective name'), regexp_extract(e.name, '^(\w+)')) AS collective
-  FROM events e
-  WHERE e.run_id IN (SELECT run_id FROM sel) AND e.on_device AND e.phase = 'X'
-    AND regexp_matches(e.name, '(?i)(nccl|rccl)')
+  FROM activity c JOIN events e ON e.run_id = c.run_id AND e.event_id = c.event_id
+  WHERE c.run_id IN (SELECT run_id FROM sel) AND c.kind = 'communication'
 ), numbered AS (
   SELECT *, row_number() OVER (PARTITION BY run_id, collective ORDER BY ts_ns, event_id) AS occurrence FROM coll
 ), matched AS (
