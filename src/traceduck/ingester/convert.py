@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 
 from ..dtypes import DTYPES, DType
 from .frames import StackInterner
+from .repair import NAN_OR_INFINITY, repair_text
 
 _BUILT_BY_ADD = ("phase", "category", "name", "pid", "tid", "pid_is_text", "tid_is_text", "ts_ns", "dur_ns", "extra")
 CORE_KEYS = frozenset(("ph", "cat", "name", "pid", "tid", "ts", "dur", "args"))
@@ -32,6 +33,10 @@ _EXACT_FLOAT_LIMIT = float(1 << 43)
 _INT64_MIN = -(1 << 63)
 _INT64_MAX = (1 << 63) - 1
 PART_COMPRESSION = "none"  # parts are read once, right away
+BIG_INT = "integer beyond int64 (kept as text)"
+# orjson reads integers beyond 64 bits as doubles: a double this large in an arg may be one,
+# so the chunk is re-read exactly (the standard library keeps every integer).
+_MAYBE_BIG_INT = float(1 << 63)
 
 EVENT_PART_SCHEMA = pa.schema([
     ("chunk", pa.int32()),
@@ -162,16 +167,38 @@ def to_ns(v: object, exact: bool) -> int | None:
     return None
 
 
-def parse_chunk(text: bytes, exact: bool = False) -> list:
+def parse_chunk(text: bytes, exact: bool = False, warnings: Counter | None = None) -> list:
     """Parse `[text]`: orjson first; the standard library for what orjson refuses
-    (integers beyond 64 bits, NaN) or when decimal text must be kept (exact)."""
+    (integers beyond 64 bits, NaN) or when decimal text must be kept (exact); when both fail,
+    the text is repaired (`repair.repair_text`, which raises `Fault`) and parsed again.
+    Oddities seen on these slow paths are counted in `warnings`."""
+    warnings = Counter() if warnings is None else warnings
     data = b"[" + text + b"]"
     if not exact:
         try:
             return orjson.loads(data)
         except orjson.JSONDecodeError:
             pass
-    return json.loads(data, parse_float=Decimal if exact else float)
+    try:
+        return _std_loads(data, exact, warnings)
+    except ValueError:  # JSON and UTF-8 errors
+        pass
+    fixed, found = repair_text(data)
+    warnings.update(found)
+    if not exact:
+        try:
+            return orjson.loads(fixed)
+        except orjson.JSONDecodeError:
+            pass
+    return _std_loads(fixed, exact, warnings)
+
+
+def _std_loads(data: bytes, exact: bool, warnings: Counter) -> list:
+    def constant(word: str) -> float:
+        warnings[NAN_OR_INFINITY] += 1
+        return float(word)
+
+    return json.loads(data, parse_float=Decimal if exact else float, parse_constant=constant)
 
 
 class ChunkConverter:
@@ -276,6 +303,8 @@ class ChunkConverter:
                 ev[key].append(v)
                 ev[f"{key}_is_text"].append(True)
             else:
+                if v.__class__ is float and not exact:
+                    raise NeedExact  # maybe an integer beyond 64 bits: keep its text
                 if key in e:
                     extra = self._odd(extra, key, v)
                 ev[key].append(None if v is None else dumps_json(_plain(v)))
@@ -285,7 +314,10 @@ class ChunkConverter:
             ns = to_ns(v, exact) if v is not None else None
             if ns is not None and not _INT64_MIN <= ns <= _INT64_MAX:
                 ns = None
-            if ns is None and key in e:
+                self.warnings[f"{key} beyond the int64 nanosecond range (kept in extra)"] += 1
+                extra = extra if extra is not None else {}
+                extra[key] = _plain(v)
+            elif ns is None and key in e:
                 extra = self._odd(extra, key, v)
             ev[column].append(ns)
         a = e.get("args")
@@ -427,6 +459,8 @@ class ChunkConverter:
                 else:
                     tables.append(t)
         tables.append(loose.table())
+        if loose.big_ints:
+            self.warnings[BIG_INT] += loose.big_ints
         t = pa.concat_tables(tables).sort_by([("local_idx", "ascending"), ("arg_index", "ascending")])
         return t.add_column(0, "chunk", pa.array([self.chunk] * t.num_rows, pa.int32()))
 
@@ -451,6 +485,8 @@ def _column_table(event_idx: pa.Array, j: int, key: str, column: tuple) -> pa.Ta
             vtype, values["string_value"] = "string", pa.array(column, pa.string())
         elif c is float:
             vtype, values["real_value"] = "real", pa.array(column, pa.float64())
+            if pc.max(pc.abs(values["real_value"])).as_py() >= _MAYBE_BIG_INT:
+                raise NeedExact
         elif c is bool:
             vtype, values["int_value"] = "bool", pa.array(column, pa.bool_()).cast(pa.int64())
         elif c is list or c is dict:
@@ -572,6 +608,7 @@ class ArgRows:
 
     def __init__(self) -> None:
         self.cols: list[list] = [[] for _ in range(len(ARG_VALUE_SCHEMA))]
+        self.big_ints = 0
 
     def add(self, i: int, j: int, k: str, v: object, exact: bool) -> None:
         vc = v.__class__
@@ -581,10 +618,13 @@ class ArgRows:
                 t, iv = "int", v
             else:
                 t, sv = "big_int", str(v)
+                self.big_ints += 1
         elif vc is str:
             t, sv = "string", v
         elif vc is float:
             t, rv = "real", v
+            if not exact and not -_MAYBE_BIG_INT < v < _MAYBE_BIG_INT and v == v:
+                raise NeedExact
         elif vc is bool:
             t, iv = "bool", int(v)
         elif v is None:
@@ -609,14 +649,15 @@ def convert_chunk(text: bytes, chunk: int, out_dir: str) -> ChunkResult:
     try:
         exact = False
         while True:
-            events = parse_chunk(text, exact)
+            warnings: Counter = Counter()
+            events = parse_chunk(text, exact, warnings)
             conv = ChunkConverter(chunk, exact)
+            conv.warnings.update(warnings)
             try:
                 conv.add(events)
+                return conv.write(Path(out_dir))
             except NeedExact:
                 exact = True
-                continue
-            return conv.write(Path(out_dir))
     finally:
         if was_enabled:
             gc.enable()

@@ -8,7 +8,6 @@ not, the ingester falls back to the streaming parser (`iter_events_streaming`).
 
 from __future__ import annotations
 
-import gzip
 import json
 import re
 import zlib
@@ -48,7 +47,13 @@ class TraceLayout:
 
 
 class RawSource:
-    """A trace file opened for reading, decompressed if gzip; counts raw bytes read."""
+    """A trace file opened for reading, decompressed if gzip; counts bytes read.
+
+    Gzip is decompressed with zlib directly, so a stream that ends early gives every byte
+    before the cut (and sets `ended_early`) instead of failing, and the CRC of each member is
+    checked by zlib when that member ends: a corrupt file fails before the last byte is handed
+    out, so before anything is published.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -63,22 +68,46 @@ class RawSource:
         magic = self.raw.read(2)
         self.raw.seek(0)
         self.is_gzip = magic == b"\x1f\x8b"
-        self.stream: BinaryIO = gzip.GzipFile(fileobj=self.raw, mode="rb") if self.is_gzip else self.raw
+        self._z = zlib.decompressobj(31) if self.is_gzip else None
+        self.offset = 0  # bytes of (decompressed) text handed out so far
+        self.ended_early = False  # the gzip stream stopped before its end marker
 
     @property
     def raw_bytes_read(self) -> int:
         return self.raw.tell()
 
     def read(self, n: int = BLOCK) -> bytes:
-        try:
-            return self.stream.read(n)
-        except EOFError:
-            raise InputError(
-                f"{self.path}: the gzip stream ends early (truncated file)",
-                "Re-copy the file, or check that the profiler finished writing it",
-            ) from None
-        except (gzip.BadGzipFile, zlib.error) as e:
-            raise InputError(f"{self.path}: corrupt gzip data ({e})", "Re-copy the file") from None
+        data = self.raw.read(n) if self._z is None else self._inflate(n)
+        self.offset += len(data)
+        return data
+
+    def _inflate(self, n: int) -> bytes:
+        out: list[bytes] = []
+        have = 0
+        z = self._z
+        while have < n:
+            if z.eof:  # end of a member: another member, zero padding, or the end
+                data = z.unused_data or self.raw.read(BLOCK)
+                while data and not data.strip(b"\x00"):
+                    data = self.raw.read(BLOCK)
+                if not data:
+                    break
+                z = self._z = zlib.decompressobj(31)
+            elif z.unconsumed_tail:
+                data = z.unconsumed_tail
+            else:
+                data = self.raw.read(BLOCK)
+                if not data:
+                    self.ended_early = True
+                    break
+            try:
+                piece = z.decompress(data, n - have)
+            except zlib.error as e:
+                raise InputError(f"{self.path}: corrupt gzip data near byte {self.raw.tell():,} of the file ({e})",
+                                 "Re-copy the file; it cannot be read past this point") from None
+            out.append(piece)
+            have += len(piece)
+        return b"".join(out)
 
     def close(self) -> None:
         self.raw.close()
@@ -185,9 +214,8 @@ class ChunkedEvents:
                     "A PyTorch profiler trace is a JSON object with a traceEvents list",
                 ) from None
             if found is None:
-                if not data:
-                    raise InputError(f"{self.source.path}: not a trace (no traceEvents list before the end of the file)",
-                                     "A PyTorch profiler trace is a JSON object with a traceEvents list")
+                if not data:  # truncated or damaged before traceEvents: the streaming parser says which
+                    raise NotParseable("no traceEvents list before the end of the file")
                 continue
             key_start, events_start = found
             try:

@@ -1,63 +1,152 @@
-"""The streaming fallback parser (ijson): slower, exact, and tolerant of any JSON layout.
+"""The streaming fallback parser (ijson): slower, exact, tolerant of any JSON layout, and the
+place where damaged files are repaired, located and (with salvage) cut.
 
-Used when the fast chunk splitter cannot cut a file safely. Yields events in batches and
-fills in the layout (top-level keys) as it goes.
+Used when the fast chunk splitter cannot cut a file safely or a chunk does not parse. The text
+goes through the lexical `Repairer` before ijson, so repairable damage is fixed with a warning;
+what remains is reported as one `InputError` with the byte offset and the number of complete
+events before it. ijson is driven push-style, so every event parsed before a fault is seen:
+that is what `--salvage` keeps.
 """
 
 from __future__ import annotations
 
+import json
+from collections import Counter
 from collections.abc import Iterator
 
 import ijson
+import orjson
 
 from ..errors import InputError
 from .reader import RawSource, TraceLayout
+from .repair import Repairer
 
 _OPEN = ("start_map", "start_array")
 _CLOSE = ("end_map", "end_array")
+FEED = 64 << 10  # bytes handed to ijson at a time: the resolution of "near byte N"
+READ = 1 << 20
+# Values nested deeper than this are kept as their JSON text (orjson and Python recurse).
+MAX_DEPTH = 200
+DEEP_VALUE = f"value nested deeper than {MAX_DEPTH} levels (kept as JSON text)"
+NOT_A_TRACE_HINT = "A PyTorch profiler trace is a JSON object with a traceEvents list"
 
 
-def _build(it, event: str, value: object) -> object:
-    if event not in _OPEN:
-        return value
-    b = ijson.ObjectBuilder()
-    b.event(event, value)
-    depth = 1
-    while depth:
-        _, event, value = next(it)
-        b.event(event, value)
-        if event in _OPEN:
-            depth += 1
-        elif event in _CLOSE:
-            depth -= 1
-    return b.value
+class Cut(Exception):
+    """The text stops being usable JSON at an offset: truncation or damage."""
+
+    def __init__(self, what: str, offset: int, truncated: bool = False, exact: bool = True) -> None:
+        super().__init__(what, offset)
+        self.what = what
+        self.offset = offset
+        self.truncated = truncated
+        self.exact = exact  # False: somewhere in the block of text before the offset
+
+
+def _scalar_text(event: str, value: object) -> str:
+    if event == "string":
+        return json.dumps(value, ensure_ascii=False)
+    if event == "number":
+        return str(value)
+    if event == "boolean":
+        return "true" if value else "false"
+    return "null"
 
 
 class StreamingEvents:
-    """Events of a trace via ijson, in batches; `layout` is complete once iteration ends."""
+    """Events of a trace via ijson, in batches; `layout` is complete once iteration ends.
 
-    def __init__(self, source: RawSource, batch: int = 50_000) -> None:
+    With `salvage`, damage inside traceEvents (or after it) ends the events instead of failing:
+    the complete events before it are kept and `cut` describes what happened.
+    """
+
+    def __init__(self, source: RawSource, batch: int = 50_000, salvage: bool = False) -> None:
         self.source = source
         self.batch = batch
+        self.salvage = salvage
         self.layout = TraceLayout("object")
         self.count = 0
+        self.cut: Cut | None = None
+        self.warnings: Counter = Counter()
+        self.repairer = Repairer()
+        self._batch: list = []
+        self._in_events = False
+
+    # -- reading: repaired text, pushed into ijson block by block -------------------------------
+
+    def _parse_events(self) -> Iterator[tuple]:
+        events = ijson.sendable_list()
+        coro = ijson.parse_coro(events, use_float=False)
+        fed = 0  # repaired bytes fed so far
+        while True:
+            data = self.source.read(READ)
+            final = not data
+            out = self.repairer.feed(data, final)
+            fault = self.repairer.fault
+            for start in range(0, len(out), FEED):
+                piece = out[start:start + FEED]
+                try:
+                    coro.send(piece)
+                except ijson.JSONError as e:
+                    yield from events
+                    raise Cut(_first_line(e), self._input_offset(fed + start + len(piece)), exact=False) from None
+                yield from events
+                del events[:]
+            fed += len(out)
+            if fault is not None:
+                yield from events
+                raise Cut(fault.what, fault.offset)
+            if final:
+                try:
+                    coro.close()
+                except ijson.JSONError as e:
+                    yield from events
+                    if "premature EOF" in str(e):
+                        raise Cut("the trace is truncated", self.source.offset, truncated=True) from None
+                    raise Cut(_first_line(e), self.source.offset, exact=False) from None
+                yield from events
+                if self.source.ended_early:
+                    raise Cut("the trace is truncated", self.source.offset, truncated=True)
+                return
+
+    def _input_offset(self, out_offset: int) -> int:
+        """An input offset near a repaired-text offset (repairs change lengths by a few bytes)."""
+        return min(out_offset, self.repairer.consumed)
+
+    # -- events -----------------------------------------------------------------------------------
 
     def batches(self) -> Iterator[list]:
         try:
             yield from self._batches()
-        except (ijson.IncompleteJSONError, ijson.JSONError) as e:
-            detail = str(e).splitlines()[0] if str(e) else type(e).__name__
-            raise InputError(
-                f"{self.source.path}: invalid JSON near byte {self.source.raw_bytes_read:,} after "
-                f"{self.count:,} complete events ({detail})",
-                "The file may be truncated or damaged",
-            ) from None
-        except UnicodeDecodeError:
-            raise InputError(f"{self.source.path}: invalid UTF-8 after {self.count:,} complete events",
-                             "The file may be damaged") from None
+        except Cut as cut:
+            self.warnings.update(self.repairer.warnings)
+            if self.salvage and self._in_events and self.count:
+                self.cut = cut
+                if self._batch:
+                    yield self._batch
+                    self._batch = []
+                return
+            raise InputError(self._message(cut), self._hint(cut)) from None
+        self.warnings.update(self.repairer.warnings)
+
+    def _message(self, cut: Cut) -> str:
+        path = self.source.path
+        of = " of the decompressed text" if self.source.is_gzip else ""
+        after = f"after {self.count:,} complete events"
+        if cut.truncated:
+            what = "the gzip stream ends early" if self.source.ended_early else "the trace is truncated"
+            return f"{path}: {what} (it ends at byte {cut.offset:,}{of}, {after})"
+        at = "at" if cut.exact else "near"
+        return f"{path}: invalid JSON, {cut.what} ({at} byte {cut.offset:,}{of}, {after})"
+
+    def _hint(self, cut: Cut) -> str:
+        if not self._in_events or not self.count:
+            return "No complete event comes before it, so there is nothing to salvage"
+        if cut.truncated:
+            return f"Re-run with --salvage to keep the {self.count:,} complete events"
+        return f"Fix the file there, or re-run with --salvage to keep the {self.count:,} complete events before it"
 
     def _batches(self) -> Iterator[list]:
-        it = ijson.parse(self.source.stream, use_float=False)
+        it = self._parse_events()
         try:
             _, event, _ = next(it)
         except StopIteration:
@@ -65,10 +154,11 @@ class StreamingEvents:
         if event == "start_array":
             self.layout.trace_format = "array"
             yield from self._items(it)
+            for _ in it:  # read to the end: trailing damage and the gzip check
+                pass
             return
         if event != "start_map":
-            raise InputError(f"{self.source.path}: not a trace (the top level is not an object or array)",
-                             "A PyTorch profiler trace is a JSON object with a traceEvents list")
+            raise InputError(f"{self.source.path}: not a trace (the top level is not an object or array)", NOT_A_TRACE_HINT)
         seen_events = False
         target = self.layout.header
         for prefix, event, value in it:
@@ -80,26 +170,84 @@ class StreamingEvents:
             _, event, value = next(it)
             if key == "traceEvents" and not seen_events:
                 if event != "start_array":
-                    raise InputError(f"{self.source.path}: not a trace (traceEvents is not a list)",
-                                     "A PyTorch profiler trace is a JSON object with a traceEvents list")
+                    raise InputError(f"{self.source.path}: not a trace (traceEvents is not a list)", NOT_A_TRACE_HINT)
                 seen_events = True
                 yield from self._items(it)
                 target = self.layout.trailer
             else:
-                target[key] = _build(it, event, value)
+                target[key] = self._build(it, event, value)
         if not seen_events:
-            raise InputError(f"{self.source.path}: not a trace (no traceEvents key)",
-                             "A PyTorch profiler trace is a JSON object with a traceEvents list")
+            raise InputError(f"{self.source.path}: not a trace (no traceEvents key)", NOT_A_TRACE_HINT)
+        for _ in it:  # read to the end: trailing damage and the gzip check
+            pass
 
     def _items(self, it) -> Iterator[list]:
-        batch: list = []
+        self._in_events = True
+        batch = self._batch
         for _, event, value in it:
             if event == "end_array":
                 break
-            batch.append(_build(it, event, value))
+            batch.append(self._build(it, event, value))
             self.count += 1
             if len(batch) >= self.batch:
                 yield batch
-                batch = []
+                batch = self._batch = []
         if batch:
+            self._batch = []
             yield batch
+
+    def _build(self, it, event: str, value: object) -> object:
+        if event not in _OPEN:
+            return value
+        b = ijson.ObjectBuilder()
+        b.event(event, value)
+        depth = 1
+        while depth:
+            _, event, value = next(it)
+            if event in _OPEN and depth >= MAX_DEPTH:
+                self.warnings[DEEP_VALUE] += 1
+                b.event("string", orjson.Fragment(self._subtree_text(it, event)))
+                continue
+            b.event(event, value)
+            if event in _OPEN:
+                depth += 1
+            elif event in _CLOSE:
+                depth -= 1
+        return b.value
+
+    @staticmethod
+    def _subtree_text(it, event: str) -> str:
+        """Compact JSON text of a container whose start event was just read (no recursion)."""
+        out = ["{" if event == "start_map" else "["]
+        first = [True]
+        is_map = [event == "start_map"]
+        while first:
+            _, event, value = next(it)
+            if event in _CLOSE:
+                out.append("}" if event == "end_map" else "]")
+                first.pop()
+                is_map.pop()
+                continue
+            if event == "map_key":
+                out.append(("" if first[-1] else ",") + json.dumps(value, ensure_ascii=False) + ":")
+                first[-1] = False
+                continue
+            if not is_map[-1]:
+                if not first[-1]:
+                    out.append(",")
+                first[-1] = False
+            if event in _OPEN:
+                out.append("{" if event == "start_map" else "[")
+                first.append(True)
+                is_map.append(event == "start_map")
+            else:
+                out.append(_scalar_text(event, value))
+        return "".join(out)
+
+
+def _first_line(e: Exception) -> str:
+    text = str(e).strip()
+    if text.startswith("b'") or text.startswith('b"'):
+        text = text[2:]
+    line = text.splitlines()[0] if text else type(e).__name__
+    return line.replace("parse error: ", "").replace("lexical error: ", "").rstrip(".")
