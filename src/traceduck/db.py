@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import threading
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
 import duckdb
 
 from . import reference
@@ -10,17 +15,33 @@ from .errors import QueryError, RunSelectionError, StoreError
 from .store import Store
 
 
+# A query that finds a run's file gone (a run replaced without an atomic exchange) is retried
+# this many times, over a fresh list of the runs.
+LOST_FILE_RETRIES = 3
+T = TypeVar("T")
+
+
 def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
 class Database:
-    """A store opened for querying. Views `runs`, `events`, `args`, `shapes`, `stacks` span all runs."""
+    """A store opened for querying. Views `runs`, `events`, `args`, `shapes`, `stacks` span all runs.
+
+    In memory (the default) each table reads the files of the runs published when a query starts,
+    listed by name and refreshed before every `sql()` when runs came or went: every table of one
+    query sees the same runs, even while other processes publish. A database file (`catalog`)
+    reads by glob instead, so runs ingested after it was written show up.
+    """
 
     def __init__(self, store: Store, threads: int | None = None, run_ids: list[str] | None = None,
                  database: str = ":memory:") -> None:
         self.store = store
         self.run_ids = run_ids  # None: every run; else only these runs' files are read
+        self._by_glob = run_ids is None and database != ":memory:"
+        self._listed: list[str] | None = None  # the runs whose files the tables read now
+        self._kinds: dict[str, str] = {}  # table -> "VIEW" (over Parquet files) or "TABLE" (empty)
+        self._mutex = threading.Lock()
         if not store.path.is_dir():
             raise StoreError(f"no store at {store.path}", "Run `traceduck ingest TRACE` first, or pass --store")
         self.con = duckdb.connect(database)
@@ -29,11 +50,7 @@ class Database:
         self._create_views()
 
     def _create_views(self) -> None:
-        try:
-            self._create_tables()
-        except duckdb.Error as e:
-            raise StoreError(f"cannot read the tables of {self.store.path} ({_first_line(str(e))})",
-                             "The store may come from another traceduck version: re-ingest its traces with --force") from None
+        self._refresh(again=True)
         for path, text, relations in view_files():
             try:
                 self.con.execute(text)
@@ -47,22 +64,48 @@ class Database:
             self.con.execute(f"INSERT INTO {table} SELECT * FROM _rows")
             self.con.unregister("_rows")
 
-    def _create_tables(self) -> None:
-        runs = self.store.run_ids() if self.run_ids is None else self.run_ids
+    def _create_tables(self, runs: list[str]) -> None:
         for rel in tables().values():
+            kind = "VIEW" if runs else "TABLE"
+            if self._kinds.get(rel.name, kind) != kind:
+                self.con.execute(f"DROP {self._kinds[rel.name]} {rel.name}")
             if runs:
-                if self.run_ids is None:
+                if self._by_glob:
                     files = _literal(self.store.table_glob(rel.name))
                 else:
                     files = "[" + ", ".join(_literal(str(self.store.run_dir(r) / f"{rel.name}.parquet")) for r in runs) + "]"
                 self.con.execute(
                     f"CREATE OR REPLACE VIEW {rel.name} AS SELECT * FROM read_parquet({files}, union_by_name = true)"
                 )
-                kind = "VIEW"
             else:
-                self.con.execute(rel.body)
-                kind = "TABLE"
+                self.con.execute(rel.body.replace("CREATE TABLE", "CREATE OR REPLACE TABLE", 1))
+            self._kinds[rel.name] = kind
             self._comment(rel, kind)
+        self._listed = list(runs)
+
+    def _refresh(self, again: bool = False) -> None:
+        """List the published runs anew; re-point the tables when the list changed (or `again`)."""
+        if self._by_glob and not again:
+            return
+        with self._mutex:
+            for attempt in range(LOST_FILE_RETRIES + 1):
+                runs = self.store.run_ids() if self.run_ids is None else self.run_ids
+                if not again and runs == self._listed:
+                    return
+                try:
+                    self._create_tables(runs)
+                    return
+                except duckdb.Error as e:
+                    if attempt == LOST_FILE_RETRIES or not self._lost_file(e):
+                        raise StoreError(f"cannot read the tables of {self.store.path} ({_first_line(str(e))})",
+                                         "The store may come from another traceduck version: "
+                                         "re-ingest its traces with --force") from None
+                again = True
+                time.sleep(0.01 * (attempt + 1))
+
+    def _lost_file(self, e: duckdb.Error) -> bool:
+        """A run's file vanished between listing and reading (its run was being replaced)."""
+        return isinstance(e, duckdb.IOException) and str(self.store.runs_dir) in str(e)
 
     def _comment(self, rel: Relation, kind: str) -> None:
         self.con.execute(f"COMMENT ON {kind} {rel.name} IS {_literal(rel.doc)}")
@@ -71,10 +114,7 @@ class Database:
 
     def sql(self, query: str, params: list | dict | None = None) -> duckdb.DuckDBPyRelation:
         """Run SQL over the store; returns a DuckDB relation (`.df()`, `.pl()`, `.arrow()`, `.fetchall()`)."""
-        try:
-            return self.con.cursor().sql(query, params=params)
-        except duckdb.Error as e:
-            raise QueryError(_first_line(str(e)), "Run `traceduck schema` to see the tables and columns") from None
+        return self._retrying(lambda: self.con.cursor().sql(query, params=params), refresh=True)
 
     def scoped(self, run_ids: list[str]) -> Database:
         """Another connection whose tables and views hold only these runs (reads only their files)."""
@@ -82,10 +122,23 @@ class Database:
 
     def fetch(self, rel: duckdb.DuckDBPyRelation) -> tuple[list[str], list[tuple]]:
         """Column names and rows of a relation; query errors become QueryError."""
-        try:
-            return list(rel.columns), rel.fetchall()
-        except duckdb.Error as e:
-            raise QueryError(_first_line(str(e)), "Run `traceduck schema` to see the tables and columns") from None
+        return self._retrying(lambda: (list(rel.columns), rel.fetchall()), refresh=False)
+
+    def _retrying(self, run: Callable[[], T], refresh: bool) -> T:
+        """run(); again (over a fresh list of runs when `refresh`) while a run's file turns out
+        gone mid-replace; any other DuckDB error becomes QueryError."""
+        attempt = 0
+        while True:
+            if refresh:
+                self._refresh(again=attempt > 0)
+            try:
+                return run()
+            except duckdb.Error as e:
+                if attempt >= LOST_FILE_RETRIES or not self._lost_file(e):
+                    raise QueryError(_first_line(str(e)),
+                                     "Run `traceduck schema` to see the tables and columns") from None
+            attempt += 1
+            time.sleep(0.01 * attempt)
 
     def relations(self) -> list[tuple[str, str, str]]:
         """(name, kind, documentation) of every documented table and view, in load order."""
@@ -114,8 +167,7 @@ class Database:
 
     def runs(self) -> list[dict]:
         """Every run in the store, oldest ingest first."""
-        rel = self.sql("SELECT run_id, name, labels, source_path, event_count, rank, start_ns, end_ns, ingested_at "
-                       "FROM runs ORDER BY ingested_at, run_id")
+        rel = self.sql("SELECT * FROM runs ORDER BY ingested_at, run_id")
         cols = rel.columns
         return [dict(zip(cols, row)) for row in rel.fetchall()]
 

@@ -2,22 +2,50 @@
 
     STORE/runs/<run_id>/<table>.parquet   published runs
     STORE/tmp/<run_id>.<random>/          runs being written (never read)
+    STORE/tmp/<run_id>.<random>.lock      held by the writing process for as long as it lives
+
+A killed ingest leaves its tmp directory behind; the next ingest removes every tmp directory
+whose lock nobody holds. The lock is a POSIX record lock (`fcntl.lockf`): the kernel drops it
+when the process dies, and unlike `flock` a forked worker does not inherit it, so a worker
+orphaned by a killed ingest cannot keep the leftovers alive. Nothing read from a trace becomes
+a path: run directories are named by the hex hash of the file's bytes.
 """
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import os
+import re
 import shutil
+import sys
+import threading
 import uuid
 from pathlib import Path
 
 import xxhash
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: no liveness locks, so leftovers of killed ingests are kept
+    fcntl = None
 
 from .errors import StoreError
 
 STORE_ENV = "TRACEDUCK_STORE"
 DEFAULT_STORE = "traceduck.store"
 RUN_ID_HEX = 12
+LOCK_SUFFIX = ".lock"
+OLD_SUFFIX = ".old"  # a replaced run on its way out, when it cannot be swapped out atomically
+_RUN_ID = re.compile(r"[0-9a-f]{1,64}")
+_RENAME_EXCHANGE = 2  # renameat2 flag (Linux): swap two paths atomically
+_AT_FDCWD = -100
+
+# The tmp directories this process is writing, with the descriptor holding each one's lock.
+# Process-wide because POSIX locks are: opening and closing another descriptor of a lock file
+# this process holds would drop the lock, so the cleanup must know which ones are its own.
+_held: dict[str, int] = {}
+_held_mutex = threading.Lock()
 
 
 def resolve_store(store: str | os.PathLike | None) -> Path:
@@ -52,12 +80,19 @@ class Store:
                 (self.path / "tmp").mkdir(exist_ok=True)
             except OSError as e:
                 raise StoreError(f"cannot create store {self.path} ({e.strerror})") from None
+            self.remove_leftovers()
 
     @property
     def runs_dir(self) -> Path:
         return self.path / "runs"
 
+    @property
+    def tmp_dir(self) -> Path:
+        return self.path / "tmp"
+
     def run_dir(self, run_id: str) -> Path:
+        if not _RUN_ID.fullmatch(run_id):  # run ids are hex hashes; anything else never names a path
+            raise StoreError(f"{run_id!r} is not a run id", "Run ids are hex digits; `traceduck runs` lists them")
         return self.runs_dir / run_id
 
     def has_run(self, run_id: str) -> bool:
@@ -66,34 +101,91 @@ class Store:
     def run_ids(self) -> list[str]:
         if not self.runs_dir.is_dir():
             return []
-        return sorted(p.name for p in self.runs_dir.iterdir() if (p / "runs.parquet").is_file())
+        return sorted(p.name for p in self.runs_dir.iterdir()
+                      if _RUN_ID.fullmatch(p.name) and (p / "runs.parquet").is_file())
 
     def table_glob(self, table: str) -> str:
         return str(self.runs_dir / "*" / f"{table}.parquet")
 
     def new_tmp_dir(self, run_id: str) -> Path:
-        d = self.path / "tmp" / f"{run_id}.{uuid.uuid4().hex[:8]}"
-        d.mkdir(parents=True)
-        return d
+        """A fresh tmp directory for writing a run, locked for this process's lifetime;
+        `publish` or `discard` gives it up."""
+        self.tmp_dir.mkdir(parents=True, exist_ok=True)
+        with _held_mutex:
+            for _attempt in range(100):
+                d = self.tmp_dir / f"{run_id}.{uuid.uuid4().hex[:8]}"
+                fd = _lock_new(_lock_path(d))
+                if fd is None:  # a cleanup took the new lock file away before it was locked: another name
+                    continue
+                try:
+                    d.mkdir()
+                except BaseException:
+                    _unlock(_lock_path(d), fd)
+                    raise
+                _held[str(d)] = fd
+                return d
+        raise StoreError(f"cannot lock a new directory in {self.tmp_dir}", "Check that nothing else removes its files")
 
     def publish(self, tmp: Path, run_id: str, replace: bool) -> bool:
-        """Move a fully written run into place. False when the run exists and replace is off."""
+        """Move a fully written run into place. False when the run exists and replace is off.
+
+        A replaced run is swapped out in one atomic exchange where the system has one (Linux), so
+        readers see the old run or the new one at every moment, never neither; the tmp directory
+        (then holding the old run) is removed and its lock released in every case.
+        """
         target = self.run_dir(run_id)
-        if replace and target.exists():
-            trash = self.path / "tmp" / f"{run_id}.replaced.{uuid.uuid4().hex[:8]}"
-            os.rename(target, trash)
-            shutil.rmtree(trash, ignore_errors=True)
         try:
-            os.rename(tmp, target)
-        except OSError:
-            if target.exists():  # another process published the same content first
-                shutil.rmtree(tmp, ignore_errors=True)
+            try:
+                os.rename(tmp, target)
+                return True
+            except OSError:
+                if not target.is_dir():
+                    raise
+            if not replace:  # another process published the same content first
                 return False
-            raise
-        return True
+            _replace(tmp, target)
+            return True
+        finally:
+            self.discard(tmp)
 
     def discard(self, tmp: Path) -> None:
+        """Remove a tmp directory (or a part of one); a whole one's lock is released too."""
         shutil.rmtree(tmp, ignore_errors=True)
+        with _held_mutex:
+            fd = _held.pop(str(tmp), None)
+        if fd is not None:
+            shutil.rmtree(str(tmp) + OLD_SUFFIX, ignore_errors=True)
+            _unlock(_lock_path(tmp), fd)
+
+    def remove_leftovers(self) -> int:
+        """Remove what killed ingests left under tmp/: directories whose lock no live process
+        holds. Returns how many were removed."""
+        if fcntl is None:
+            return 0
+        try:
+            entries = list(os.scandir(self.tmp_dir))
+        except OSError:
+            return 0
+        removed = 0
+        with _held_mutex:
+            # by file identity: the same store may be reached by another spelling of its path
+            ours = {_identity(os.fstat(fd)) for fd in _held.values()}
+            for entry in entries:
+                try:
+                    if entry.name.endswith(LOCK_SUFFIX):
+                        base = self.tmp_dir / entry.name[: -len(LOCK_SUFFIX)]
+                        if _identity(entry.stat()) not in ours and _remove_if_dead(base, Path(entry.path)):
+                            removed += 1
+                    elif entry.is_dir(follow_symlinks=False):
+                        # A tmp directory is made after its lock file, and the lock file is removed
+                        # only after the directory: one without a lock file has no live writer.
+                        owner = entry.name[: -len(OLD_SUFFIX)] if entry.name.endswith(OLD_SUFFIX) else entry.name
+                        if not (self.tmp_dir / (owner + LOCK_SUFFIX)).exists() and os.path.isdir(entry.path):
+                            shutil.rmtree(entry.path, ignore_errors=True)
+                            removed += 1
+                except OSError:  # a leftover that cannot be removed now is tried again next time
+                    continue
+        return removed
 
     def size_bytes(self) -> int:
         total = 0
@@ -104,3 +196,93 @@ class Store:
                 except OSError:
                     pass
         return total
+
+
+def _lock_path(tmp: Path) -> Path:
+    return Path(str(tmp) + LOCK_SUFFIX)
+
+
+def _identity(st: os.stat_result) -> tuple[int, int]:
+    return st.st_dev, st.st_ino
+
+
+def _lock_new(path: Path) -> int | None:
+    """Create and lock a new lock file; None when a cleanup removed it before it was locked."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+    if fcntl is None:
+        return fd
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as e:
+        if e.errno not in (errno.EAGAIN, errno.EACCES):  # no locks on this file system: never cleaned up
+            return fd
+        os.close(fd)  # a cleanup holds it and removes it
+        return None
+    try:
+        ours = os.path.samestat(os.fstat(fd), os.stat(path))
+    except FileNotFoundError:
+        ours = False
+    if not ours:
+        os.close(fd)
+        return None
+    return fd
+
+
+def _unlock(lock: Path, fd: int) -> None:
+    try:
+        lock.unlink()
+    except FileNotFoundError:
+        pass
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def _remove_if_dead(tmp: Path, lock: Path) -> bool:
+    """Remove a tmp directory and its lock file when the lock can be taken (its writer is gone)."""
+    try:
+        fd = os.open(lock, os.O_RDWR)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:  # held: the writer is alive
+        os.close(fd)
+        return False
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.rmtree(str(tmp) + OLD_SUFFIX, ignore_errors=True)
+    _unlock(lock, fd)
+    return True
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two directories atomically; False where the system or file system cannot."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):  # C library without renameat2
+        return False
+    if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOENT):
+        return False
+    raise OSError(err, os.strerror(err), str(b))
+
+
+def _replace(tmp: Path, target: Path) -> None:
+    """Put the run in tmp in place of the published one at target; the old one ends up under tmp/."""
+    if _exchange(tmp, target):
+        return
+    # Two renames: readers may miss this run for a moment in between, but never see half of it.
+    old = Path(str(tmp) + OLD_SUFFIX)
+    try:
+        os.rename(target, old)
+    except FileNotFoundError:  # another process is replacing it at the same time
+        pass
+    try:
+        os.rename(tmp, target)
+    except OSError:
+        if not target.is_dir():
+            raise
+        # another process put the same content in place meanwhile
