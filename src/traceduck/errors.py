@@ -35,3 +35,7 @@ class RunSelectionError(TraceduckError):
 
 class QueryError(TraceduckError):
     """A SQL query failed."""
+
+
+class ExportError(TraceduckError):
+    """Export options conflict, or the window (step, time range) or stacks asked for select nothing."""

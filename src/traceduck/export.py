@@ -1,4 +1,5 @@
-"""Writing a run back as a Chrome trace: the proof that ingest dropped nothing."""
+"""Writing a run back as a Chrome trace: the whole run (the proof that ingest dropped nothing), or
+one window of it (a profiler step, a time range) that a trace viewer can open."""
 
 from __future__ import annotations
 
@@ -6,16 +7,130 @@ import gzip
 import json
 import math
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
+import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .errors import InputError
+from .db import Database
+from .errors import ExportError, InputError
+from .folded import write_folded
 from .store import Store
 
 _BATCH = 65536
+_EVENT_COLUMNS = ["event_id", "phase", "category", "name", "pid", "tid", "pid_is_text", "tid_is_text", "ts_ns",
+                  "dur_ns", "extra"]
+_ARG_COLUMNS = ["event_id", "key", "value_type", "int_value", "real_value", "string_value"]
+
+# The events of a window that have a place on the timeline: everything but metadata (M) and flows.
+_TIMELINE = "coalesce(phase, '') NOT IN ('M', 's', 't', 'f') AND ts_ns IS NOT NULL"
+
+# A step: its CPU events (`events.step`, any thread), the device work launched from them (matched
+# by correlation through `launches`, so work that runs after the CPU window has ended is in), and
+# device annotations (gpu_user_annotation) whose External id is that of a CPU event of the step.
+_STEP_EVENTS = f"""
+SELECT event_id, phase, pid, tid, ts_ns, dur_ns FROM events
+WHERE {_TIMELINE} AND (
+  (NOT on_device AND step = $step)
+  OR (on_device AND correlation IN (SELECT correlation FROM launches WHERE step = $step))
+  OR (on_device AND correlation IS NULL
+      AND external_id IN (SELECT external_id FROM events WHERE step = $step AND NOT on_device)))
+"""
+
+# A time window [start, end): every timeline event, CPU or device, that overlaps it.
+_RANGE_EVENTS = f"""
+SELECT event_id, phase, pid, tid, ts_ns, dur_ns FROM events
+WHERE {_TIMELINE} AND ts_ns < $end_ns AND (ts_ns >= $start_ns OR ts_ns + coalesce(dur_ns, 0) > $start_ns)
+"""
+
+# What the picked events need to render: the flows (s/t/f) between them and the metadata (M) of
+# their processes and threads, chosen by these statements in order over the work table
+# _export_picked. A flow event belongs to the innermost slice of its track (pid, tid) whose span
+# contains its time (Chrome's binding for `s`, and for `f` with bp "e"), by the nesting found at
+# ingest (`depth`); a flow, by (category, id), is kept when every one of its events belongs to a
+# picked slice. The track number is folded into the time so that the containment join is a range
+# join on two work tables (DuckDB's IEJoin), not an equality join filtered by range.
+_CONTEXT_STATEMENTS = [
+    """CREATE TABLE _export_tracks AS
+       SELECT pid, tid, row_number() OVER (ORDER BY pid, tid)::HUGEINT << 64 AS track_key,
+              min(ts_ns) AS lo_ns, max(ts_ns + dur_ns) AS hi_ns
+       FROM _export_picked WHERE phase = 'X' AND dur_ns IS NOT NULL GROUP BY pid, tid""",
+    # every slice of those tracks that can contain a flow event of the picked time range
+    """CREATE TABLE _export_slices AS
+       SELECT e.event_id, e.depth, t.track_key + e.ts_ns AS lo_key, t.track_key + e.ts_ns + e.dur_ns AS hi_key
+       FROM events e JOIN _export_tracks t ON t.pid = e.pid AND t.tid = e.tid
+       WHERE e.phase = 'X' AND e.dur_ns IS NOT NULL AND e.ts_ns <= t.hi_ns AND e.ts_ns + e.dur_ns >= t.lo_ns""",
+    """CREATE TABLE _export_flows AS
+       SELECT event_id, coalesce(category, '') AS flow_cat, pid, tid, ts_ns,
+              coalesce(flow_id::VARCHAR, json_extract(extra, '$.id')::VARCHAR, json_extract(extra, '$.id2')::VARCHAR,
+                       'event ' || event_id) AS flow_key
+       FROM events WHERE phase IN ('s', 't', 'f')""",
+    """CREATE TABLE _export_candidates AS
+       SELECT f.event_id, f.flow_cat, f.flow_key, t.track_key + f.ts_ns AS at_key
+       FROM _export_flows f JOIN _export_tracks t ON t.pid = f.pid AND t.tid = f.tid
+       WHERE f.ts_ns BETWEEN t.lo_ns AND t.hi_ns""",
+    """CREATE TABLE _export_attached AS
+       SELECT * FROM (
+         SELECT c.event_id, c.flow_cat, c.flow_key, arg_max(s.event_id, s.depth) AS slice_id
+         FROM _export_candidates c JOIN _export_slices s ON c.at_key >= s.lo_key AND c.at_key <= s.hi_key
+         GROUP BY ALL)
+       WHERE slice_id IN (SELECT event_id FROM _export_picked)""",
+    """CREATE TABLE _export_ids AS
+       WITH attached AS (SELECT flow_cat, flow_key, count(*) AS n FROM _export_attached GROUP BY ALL),
+       whole AS (
+         SELECT flow_cat, flow_key FROM attached
+         JOIN (SELECT flow_cat, flow_key, count(*) AS n FROM _export_flows
+               WHERE flow_key IN (SELECT flow_key FROM attached) GROUP BY ALL) f USING (flow_cat, flow_key, n)
+       )
+       SELECT event_id FROM _export_picked
+       UNION ALL
+       SELECT event_id FROM _export_attached JOIN whole USING (flow_cat, flow_key)
+       UNION ALL
+       SELECT m.event_id FROM events m
+       WHERE m.phase = 'M'
+         AND (m.pid IS NULL OR m.pid IN (SELECT pid FROM _export_picked))
+         AND (coalesce(m.name, '') NOT LIKE 'thread%'
+              OR EXISTS (SELECT 1 FROM _export_picked p WHERE p.pid = m.pid AND p.tid = m.tid))""",
+]
+
+
+@dataclass(frozen=True)
+class Window:
+    """The part of a run to export: one profiler step, or the events overlapping [start_ns, end_ns);
+    `max_events` keeps only the earliest events of it (by start, then file order)."""
+
+    step: int | None = None
+    start_ns: int | None = None
+    end_ns: int | None = None
+    max_events: int | None = None
+
+    @property
+    def is_whole_run(self) -> bool:
+        return self.step is None and self.start_ns is None and self.end_ns is None and self.max_events is None
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    """What an export wrote. Chrome: `events` written; for a window, `window_events` events
+    (metadata and flows not counted) were in the window and `kept_events` of them were written,
+    fewer when --max-events cut it. Folded: `stacks` lines summing to `total` of `metric`."""
+
+    run_id: str
+    format: str
+    events: int = 0
+    window_events: int | None = None
+    kept_events: int | None = None
+    stacks: int = 0
+    total: int = 0
+    metric: str | None = None
+    scope: str | None = None  # the window in words: 'step 552', '[A, B) ns'
+
+    @property
+    def is_cut(self) -> bool:
+        return self.window_events is not None and self.kept_events != self.window_events
 
 
 def _us(ns: int) -> orjson.Fragment:
@@ -41,14 +156,13 @@ def _arg_value(vtype: str, iv: int | None, rv: float | None, sv: str | None) -> 
     return None
 
 
-def _args_by_event(path: Path) -> Iterator[tuple[int, dict]]:
-    """(event_id, args dict) in event order, from a run's args.parquet (sorted by event)."""
+def _args_by_event(batches: Iterable[pa.RecordBatch]) -> Iterator[tuple[int, dict]]:
+    """(event_id, args dict) in event order, from batches of args rows sorted by event and position."""
     current = None
     args: dict = {}
-    cols = ["event_id", "key", "value_type", "int_value", "real_value", "string_value"]
-    for batch in pq.ParquetFile(path).iter_batches(batch_size=_BATCH, columns=cols):
+    for batch in batches:
         d = batch.to_pydict()
-        for eid, k, t, iv, rv, sv in zip(*(d[c] for c in cols)):
+        for eid, k, t, iv, rv, sv in zip(*(d[c] for c in _ARG_COLUMNS)):
             if eid != current:
                 if current is not None:
                     yield current, args
@@ -58,14 +172,16 @@ def _args_by_event(path: Path) -> Iterator[tuple[int, dict]]:
         yield current, args
 
 
-def _events(run_dir: Path, base_ns: int) -> Iterator[dict]:
-    args_iter = _args_by_event(run_dir / "args.parquet")
+def _events(event_batches: Iterable[pa.RecordBatch], arg_batches: Iterable[pa.RecordBatch],
+            base_ns: int) -> Iterator[dict]:
+    """Chrome events from batches of events rows and of their args rows, both in event order."""
+    args_iter = _args_by_event(arg_batches)
     next_args = next(args_iter, None)
-    cols = ["event_id", "phase", "category", "name", "pid", "tid", "pid_is_text", "tid_is_text", "ts_ns", "dur_ns",
-            "extra"]
-    for batch in pq.ParquetFile(run_dir / "events.parquet").iter_batches(batch_size=_BATCH, columns=cols):
+    for batch in event_batches:
         d = batch.to_pydict()
-        for eid, ph, cat, name, pid, tid, pid_text, tid_text, ts, dur, extra in zip(*(d[c] for c in cols)):
+        for eid, ph, cat, name, pid, tid, pid_text, tid_text, ts, dur, extra in zip(*(d[c] for c in _EVENT_COLUMNS)):
+            while next_args is not None and next_args[0] < eid:  # args of an event not exported
+                next_args = next(args_iter, None)
             ev: dict = {}
             if ph is not None:
                 ev["ph"] = ph
@@ -90,13 +206,9 @@ def _events(run_dir: Path, base_ns: int) -> Iterator[dict]:
             yield ev
 
 
-def export_run(store: Store, run_id: str, out: str | os.PathLike) -> int:
-    """Write run `run_id` as a Chrome trace JSON file (gzip when OUT ends in .gz). Returns events written."""
-    run_dir = store.run_dir(run_id)
-    run = pq.read_table(run_dir / "runs.parquet").to_pylist()[0]
+def _write_trace(run: dict, out: Path, events: Iterable[dict]) -> int:
+    """Write a Chrome trace with the run's top-level keys, in their order, around `events`."""
     meta = json.loads(run["metadata_json"])
-    base_ns = run["base_time_ns"] or 0
-    out = Path(out)
     try:
         raw = gzip.open(out, "wb") if out.name.endswith(".gz") else open(out, "wb")
     except OSError as e:
@@ -107,12 +219,10 @@ def export_run(store: Store, run_id: str, out: str | os.PathLike) -> int:
             f.write(b"[\n")
         else:
             f.write(b"{\n")
-            keys = list(meta.items())
-            k = run["events_key_index"]
-            for key, value in keys[:k]:
+            for key, value in list(meta.items())[:run["events_key_index"]]:
                 f.write(orjson.dumps(key) + b": " + json.dumps(value, ensure_ascii=False).encode() + b",\n")
             f.write(b'"traceEvents": [\n')
-        for ev in _events(run_dir, base_ns):
+        for ev in events:
             if count:
                 f.write(b",\n")
             f.write(orjson.dumps(ev))
@@ -125,3 +235,107 @@ def export_run(store: Store, run_id: str, out: str | os.PathLike) -> int:
                 f.write(b",\n" + orjson.dumps(key) + b": " + json.dumps(value, ensure_ascii=False).encode())
             f.write(b"\n}\n")
     return count
+
+
+def _run_row(store: Store, run_id: str) -> dict:
+    return pq.read_table(store.run_dir(run_id) / "runs.parquet").to_pylist()[0]
+
+
+def export_run(store: Store, run_id: str, out: str | os.PathLike) -> int:
+    """Write run `run_id` as a Chrome trace JSON file (gzip when OUT ends in .gz). Returns events written."""
+    run_dir = store.run_dir(run_id)
+    run = _run_row(store, run_id)
+    events = pq.ParquetFile(run_dir / "events.parquet").iter_batches(batch_size=_BATCH, columns=_EVENT_COLUMNS)
+    args = pq.ParquetFile(run_dir / "args.parquet").iter_batches(batch_size=_BATCH, columns=_ARG_COLUMNS)
+    return _write_trace(run, Path(out), _events(events, args, run["base_time_ns"] or 0))
+
+
+def _ranges(values: list[int]) -> str:
+    """[2, 3, 4, 7] -> '2-4, 7'."""
+    parts: list[str] = []
+    i = 0
+    while i < len(values):
+        j = i
+        while j + 1 < len(values) and values[j + 1] == values[j] + 1:
+            j += 1
+        parts.append(str(values[i]) if i == j else f"{values[i]}-{values[j]}")
+        i = j + 1
+    return ", ".join(parts)
+
+
+def check_window(window: Window) -> None:
+    """Reject windows that are contradictory before anything is read."""
+    if window.step is not None and (window.start_ns is not None or window.end_ns is not None):
+        raise ExportError("--step cannot be combined with --start-ns/--end-ns", "Export one step or one time range")
+    if window.start_ns is not None and window.end_ns is not None and window.end_ns <= window.start_ns:
+        raise ExportError(f"--end-ns {window.end_ns} is not after --start-ns {window.start_ns}",
+                          "Give a range with START < END, in ns as in events.ts_ns")
+    if window.max_events is not None and window.max_events < 1:
+        raise ExportError(f"--max-events {window.max_events} is below 1", "Give a positive number of events")
+
+
+def export_window(db: Database, run_id: str, out: str | os.PathLike, window: Window) -> ExportResult:
+    """Write one window of run `run_id` as a Chrome trace: the window's events, the flows between
+    them and the metadata of their processes and threads, each event exactly as ingested."""
+    check_window(window)
+    with db.scoped([run_id]) as one:
+        run = _run_row(db.store, run_id)
+        if window.step is not None:
+            steps = [s for (s,) in one.sql("SELECT step FROM steps ORDER BY step").fetchall()]
+            if window.step not in steps:
+                hint = (f"Steps in the run: {_ranges(steps)}" if steps else
+                        "The run has no ProfilerStep#N annotation; export a time range with --start-ns/--end-ns")
+                raise ExportError(f"no step {window.step} in run {run_id}", hint)
+            picked, params = _STEP_EVENTS, {"step": window.step}
+        else:
+            start = window.start_ns if window.start_ns is not None else run["start_ns"] or 0
+            end = window.end_ns if window.end_ns is not None else (run["end_ns"] or 0) + 1
+            picked, params = _RANGE_EVENTS, {"start_ns": start, "end_ns": end}
+        one.sql(f"CREATE TABLE _export_picked AS {picked}", params=params)
+        ((total,),) = one.sql("SELECT count(*) FROM _export_picked").fetchall()
+        if not total:
+            raise ExportError(f"no events in {_describe(window)} of run {run_id}",
+                              f"The run spans {run['start_ns']} to {run['end_ns']} ns (events.ts_ns)")
+        kept = total
+        if window.max_events is not None and total > window.max_events:
+            one.sql("DELETE FROM _export_picked WHERE event_id NOT IN "
+                    "(SELECT event_id FROM _export_picked ORDER BY ts_ns, event_id LIMIT $k)",
+                    params={"k": window.max_events})
+            kept = window.max_events
+        for statement in _CONTEXT_STATEMENTS:
+            one.sql(statement)
+        cols = ", ".join(_EVENT_COLUMNS)
+        events = one.sql(f"SELECT {cols} FROM events WHERE event_id IN (SELECT event_id FROM _export_ids) "
+                         "ORDER BY event_id").to_arrow_reader(_BATCH)
+        args = one.sql(f"SELECT {', '.join(_ARG_COLUMNS)} FROM args "
+                       "WHERE event_id IN (SELECT event_id FROM _export_ids) ORDER BY event_id, arg_index"
+                       ).to_arrow_reader(_BATCH)
+        written = _write_trace(run, Path(out), _events(events, args, run["base_time_ns"] or 0))
+    return ExportResult(run_id, "chrome", events=written, window_events=total, kept_events=kept,
+                        scope=_describe(window))
+
+
+def _describe(window: Window) -> str:
+    if window.step is not None:
+        return f"step {window.step}"
+    return f"[{window.start_ns if window.start_ns is not None else 'start'}, " \
+           f"{window.end_ns if window.end_ns is not None else 'end'}) ns"
+
+
+def export(db: Database, run_id: str, out: str | os.PathLike, format: str = "chrome",  # noqa: A002
+           window: Window = Window(), metric: str | None = None) -> ExportResult:
+    """Export run `run_id` to OUT: a Chrome trace of the whole run or of a window, or folded stacks."""
+    if format == "folded":
+        if not window.is_whole_run:
+            raise ExportError("--step, --start-ns, --end-ns and --max-events apply to Chrome traces",
+                              "Folded stacks cover the whole run: drop those options or use --format chrome")
+        metric = metric or "cpu_self"
+        stacks, total = write_folded(db, run_id, out, metric)
+        return ExportResult(run_id, "folded", stacks=stacks, total=total, metric=metric)
+    if format != "chrome":
+        raise ExportError(f"unknown export format {format!r}", "Use chrome or folded")
+    if metric is not None:
+        raise ExportError("--metric applies to --format folded", "Add --format folded, or drop --metric")
+    if window.is_whole_run:
+        return ExportResult(run_id, "chrome", events=export_run(db.store, run_id, out))
+    return export_window(db, run_id, out, window)
