@@ -82,3 +82,18 @@ def test_catalog_file_opens_in_a_fresh_duckdb_connection(tmp_path):
     con = duckdb.connect(str(path), read_only=True)
     assert con.execute("SELECT count(*) FROM runs").fetchall()[0][0] == 2
     con.close()
+
+
+def test_catalog_file_uses_duckdb_1_0_storage(tmp_path):
+    """A DuckDB CLI refuses a file in a newer storage format than its own; `pip install duckdb-cli` can lag the
+    Python package, so the catalog is written in DuckDB 1.0's format (storage version number 64)."""
+    import struct
+
+    from traceduck.catalog_file import write_catalog
+    from traceduck.store import Store
+
+    store = tmp_path / "store"
+    traceduck.ingest(SAMPLES / "buggy.json.gz", store=store)
+    header = write_catalog(Store(store)).read_bytes()[:20]
+    assert header[8:12] == b"DUCK"
+    assert struct.unpack("<Q", header[12:20]) == (64,)

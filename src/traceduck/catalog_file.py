@@ -10,11 +10,16 @@ import os
 import uuid
 from pathlib import Path
 
+import duckdb
+
 from .db import Database
 from .errors import StoreError
 from .store import Store
 
 CATALOG_FILE = "catalog.duckdb"
+# DuckDB 1.0's storage format, so every DuckDB CLI from 1.0 on opens the file: a CLI refuses files in a
+# newer format than its own, and the CLI people have (`pip install duckdb-cli`) can lag the Python package.
+STORAGE_VERSION = "v1.0.0"
 
 
 def write_catalog(store: Store) -> Path:
@@ -24,6 +29,7 @@ def write_catalog(store: Store) -> Path:
     target = store.path / CATALOG_FILE
     tmp = store.path / "tmp" / f"catalog.{uuid.uuid4().hex[:8]}.duckdb"
     tmp.parent.mkdir(exist_ok=True)
+    duckdb.connect(str(tmp), config={"storage_compatibility_version": STORAGE_VERSION}).close()  # set at creation
     db = Database(store, database=str(tmp))
     try:
         db.con.execute("CHECKPOINT")

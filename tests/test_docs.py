@@ -1,0 +1,117 @@
+"""The reference docs in docs/reference: current, complete, and what the command line really prints."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+
+from traceduck.refdocs import stale_files
+
+from conftest import ROOT
+
+REFERENCE = ROOT / "docs" / "reference"
+GEN_DOCS = ROOT / "scripts" / "gen_docs.py"
+
+
+def td_help(*args: str) -> str:
+    """`traceduck ... --help` as a user sees it on a terminal of 80 columns."""
+    env = {**os.environ, "COLUMNS": "80"}
+    p = subprocess.run([sys.executable, "-m", "traceduck", *args, "--help"], capture_output=True, text=True, env=env)
+    assert p.returncode == 0, p.stderr
+    return p.stdout
+
+
+def help_block(markdown: str, title: str) -> str:
+    """The fenced text under the heading `title` of commands.md."""
+    m = re.search(r"^#+ `" + re.escape(title) + r"`\n\n```text\n(.*?)\n```$", markdown, re.S | re.M)
+    assert m, f"no section {title!r}"
+    return m.group(1)
+
+
+def section(markdown: str, name: str) -> str:
+    """The text of the `## name` section, up to the next `## ` heading."""
+    m = re.search(r"^## " + re.escape(name) + r"\n(.*?)(?=^## |\Z)", markdown, re.S | re.M)
+    assert m, f"no section {name!r}"
+    return m.group(1)
+
+
+def test_reference_docs_are_current():
+    assert stale_files(REFERENCE) == [], "docs/reference is stale: run python scripts/gen_docs.py"
+
+
+def test_every_command_appears_with_its_real_help():
+    top = td_help()
+    listed = top.split("\nCommands:\n", 1)[1]
+    commands = [line.split()[0] for line in listed.splitlines() if line.strip()]
+    assert {"ingest", "sql", "report", "catalog", "shell", "export"} <= set(commands)
+    text = (REFERENCE / "commands.md").read_text()
+    assert help_block(text, "traceduck --help") == top.rstrip()
+    for command in commands:
+        help_block(text, f"traceduck {command} --help")
+    assert help_block(text, "traceduck ingest --help") == td_help("ingest").rstrip()
+    assert help_block(text, "traceduck report top-ops --help") == td_help("report", "top-ops").rstrip()
+
+
+def test_every_report_appears_with_title_params_and_columns():
+    reports_md = (REFERENCE / "reports.md").read_text()
+    commands_md = (REFERENCE / "commands.md").read_text()
+    files = sorted((ROOT / "sql" / "reports").glob("*.sql"))
+    assert len(files) >= 10
+    for path in files:
+        header = [line[2:].strip() for line in path.read_text().splitlines() if line.startswith("--")]
+        title = next(h for h in header if h.startswith("title:"))[len("title:"):].strip()
+        text = section(reports_md, path.stem)
+        assert f"**{title}**" in text, path.stem
+        for h in header:
+            if h.startswith(("param:", "column:")):
+                name = h.split(":", 1)[1].split()[0]
+                assert f"| `{name}` |" in text, f"{path.stem}: {name}"
+        help_block(commands_md, f"traceduck report {path.stem} --help")
+
+
+def test_every_table_and_view_appears_with_duckdb_column_types():
+    # The SQL files loaded into a fresh DuckDB connection: the relations and types any client sees.
+    con = duckdb.connect()
+    con.execute((ROOT / "sql" / "tables.sql").read_text())
+    for path in sorted((ROOT / "sql" / "views").glob("*.sql")):
+        con.execute(path.read_text())
+    names = [r[0] for r in con.execute(
+        "SELECT table_name FROM duckdb_tables() WHERE NOT internal AND NOT temporary "
+        "UNION ALL SELECT view_name FROM duckdb_views() WHERE NOT internal AND NOT temporary").fetchall()]
+    assert {"runs", "events", "args", "shapes", "stacks", "cpu_ops", "gpu_kernels", "tensor_copies"} <= set(names)
+    text = (REFERENCE / "views.md").read_text()
+    for name in names:
+        body = section(text, name)
+        for column, type_, *_ in con.execute(f"DESCRIBE {name}").fetchall():
+            assert f"| `{column}` | {type_} |" in body, f"{name}.{column}"
+    con.close()
+
+
+def run_gen_docs(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(GEN_DOCS), *args], capture_output=True, text=True)
+
+
+def test_gen_docs_check_and_write(tmp_path: Path):
+    out = tmp_path / "reference"
+    p = run_gen_docs("--check", "--out", str(out))
+    assert p.returncode == 1
+    assert p.stderr == f"{out} is stale (commands.md, reports.md, views.md): run python scripts/gen_docs.py\n"
+    p = run_gen_docs("--out", str(out))
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == f"{out}: commands.md, reports.md, views.md updated\n"
+    assert sorted(f.name for f in out.iterdir()) == ["commands.md", "reports.md", "views.md"]
+    assert run_gen_docs("--check", "--out", str(out)).returncode == 0
+    views = out / "views.md"
+    views.write_text(views.read_text().replace("| `run_id` |", "| `runid` |", 1))
+    (out / "old.md").write_text("# a page no longer generated\n")
+    p = run_gen_docs("--check", "--out", str(out))
+    assert p.returncode == 1
+    assert p.stderr == f"{out} is stale (views.md, old.md): run python scripts/gen_docs.py\n"
+    p = run_gen_docs("--out", str(out))
+    assert p.stdout == f"{out}: views.md, old.md updated\n"
+    assert not (out / "old.md").exists() and "| `run_id` |" in views.read_text()
