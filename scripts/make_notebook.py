@@ -1,0 +1,211 @@
+"""Write notebooks/walkthrough.ipynb: the first seed story replayed on the sample traces.
+
+The notebook is generated so that it stays clean (no outputs, no execution counts, fixed cell
+ids): edit the cells here, then run `python scripts/make_notebook.py`. tests/test_notebooks.py
+fails when the committed notebook differs from what this script writes, and executes it.
+Needs nbformat (in the `test` extra).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOK = ROOT / "notebooks" / "walkthrough.ipynb"
+
+CELLS = [
+    ("md", """\
+# Walkthrough: a whole-cache cast, found and fixed
+
+The project's two sample traces profile a tiny decoder on CPU. In `samples/buggy.json.gz` its
+`_read_cache` casts the whole preallocated fp8 KV cache (16384 token slots × 576) to bf16 in
+each of its 2 layers on every step; `samples/fixed.json.gz` casts only the slots in use. It is
+the bug of a real GPU decode profile (one 857 MB cast per layer, 78 per step) at toy size.
+
+The notebook ingests both traces into a throw-away store, finds the cast with the
+`copies-by-call-site` report, compares the runs with `diff`, and plots step time, the top ops
+and the timeline of one step. The `assert` lines check what a reader should see, so the
+notebook fails when traceduck stops finding it: CI executes every notebook."""),
+    ("code", """\
+import tempfile
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import pandas as pd
+from matplotlib.patches import Patch
+
+import traceduck
+from traceduck.diff import diff_runs
+from traceduck.reports import run_report
+
+SAMPLES = Path("..") / "samples"  # the notebook runs from notebooks/
+store_dir = tempfile.TemporaryDirectory(prefix="traceduck-walkthrough-")
+STORE = Path(store_dir.name) / "store"  # deleted in the last cell"""),
+    ("md", """\
+## Ingest
+
+One run per file. `name=` lets every later cell select the runs as `buggy` and `fixed` rather
+than by run id (a hash of the file's bytes). Ingest flattens each trace once into Parquet
+tables; everything after it is SQL over DuckDB views, or a canned report built on them."""),
+    ("code", """\
+for name in ("buggy", "fixed"):
+    (result,) = traceduck.ingest(SAMPLES / f"{name}.json.gz", store=STORE, name=name)
+    print(f"{result.name}: run {result.run_id}, {result.events:,} events in {result.seconds:.2f} s")
+
+db = traceduck.open(STORE)
+db.sql("SELECT name, event_count, (end_ns - start_ns) / 1e6 AS span_ms FROM runs ORDER BY name").df()"""),
+    ("md", """\
+## The largest copies, with their call sites
+
+`copies-by-call-site` (`traceduck report copies-by-call-site --run buggy`) groups the outermost
+copy and cast ops by Python call site, op, source dims and dtypes, most bytes moved first. The
+top row of the buggy run is the whole cache: dims `[16384, 1, 576]`, fp8 to bf16, 2 calls per
+step (one per layer), 16384 × 576 × (1 + 2) = 28,311,552 bytes read and written per call, from
+`tinydecoder.py(31): _read_cache`."""),
+    ("code", '''\
+def report(name, runs=None, params=None, limit=None):
+    """A canned report as a DataFrame: the rows of `traceduck report NAME`."""
+    columns, rows = run_report(db, name, runs=runs, params=params, limit=limit)
+    return pd.DataFrame(rows, columns=columns)
+
+
+copies = report("copies-by-call-site", runs=["buggy"], limit=5)
+copies'''),
+    ("code", """\
+top = copies.iloc[0]
+assert top.call_site == "tinydecoder.py(31): _read_cache", top
+assert list(top.dims) == [16384, 1, 576], top
+assert (top.src_dtype, top.dst_dtype) == ("float8_e4m3fn", "bfloat16"), top
+assert top.calls_per_step == 2, top  # one cast per layer
+assert top.bytes_per_call == 16384 * 576 * (1 + 2), top  # every slot read as fp8 (1 byte), written as bf16 (2)"""),
+    ("md", """\
+## Compare the runs
+
+`diff_runs(db, "buggy", "fixed", per_step=True)` is `traceduck diff buggy fixed --per-step`:
+calls and time per step of every op in each run, biggest change first. The header gives each
+run's time per step: about 29.8 ms against 1.2 ms. `aten::copy_`, where the cast's bytes move,
+accounts for almost all of the difference."""),
+    ("code", """\
+ops = diff_runs(db, "buggy", "fixed", per_step=True)
+print(ops.header())
+pd.DataFrame(ops.rows, columns=ops.columns).head(8)"""),
+    ("md", """\
+`by="copy"` compares the copy groups of `copies-by-call-site`: the whole-cache cast is
+`removed`, and casts of the used slots only (`[103, 1, 576]` … `[105, 1, 576]`, the prompt plus
+the tokens decoded so far) are `added`."""),
+    ("code", """\
+copy_diff = diff_runs(db, "buggy", "fixed", by="copy", per_step=True)
+copy_rows = pd.DataFrame(copy_diff.rows, columns=copy_diff.columns)
+
+whole = copy_rows.iloc[0]
+assert whole.key == "tinydecoder.py(31): _read_cache | aten::to [16384, 1, 576] float8_e4m3fn -> bfloat16", whole
+assert whole.status == "removed", whole
+assert ops.a["steps"] == ops.b["steps"] == 3
+assert ops.a["step_ns"] > 20 * ops.b["step_ns"]  # 29.8 ms against 1.2 ms per step
+copy_rows.head(6)"""),
+    ("md", """\
+## Step time per run
+
+The `steps` view has one row per `ProfilerStep#N` window. The profiler's schedule skips 2
+steps (wait and warmup), so the active steps are numbered 2 to 4."""),
+    ("code", '''\
+steps = db.sql("""
+    SELECT r.name AS run, s.step, s.dur_ns / 1e6 AS ms
+    FROM steps s JOIN runs r USING (run_id)
+    ORDER BY r.name, s.step""").df()
+
+ax = steps.pivot(index="step", columns="run", values="ms").plot.bar(figsize=(7, 3.5), rot=0)
+for bars in ax.containers:
+    ax.bar_label(bars, fmt="%.1f", fontsize=8)
+ax.set(title="Time per profiler step", xlabel="ProfilerStep#", ylabel="ms")
+plt.show()'''),
+    ("md", """\
+## Top ops
+
+`top-ops` is `key_averages().table()`: per op, calls and self time over the run. In the buggy
+run `aten::copy_` holds 98% of it; in the fixed run copies still come first, at about 40% of a
+total 25 times smaller, followed by the model's matmuls (`aten::addmm`, `aten::mm`)."""),
+    ("code", """\
+fig, axes = plt.subplots(1, 2, figsize=(12, 3.5), layout="constrained")
+for ax, run in zip(axes, ["buggy", "fixed"]):
+    top_ops = report("top-ops", runs=[run], limit=8)
+    bars = ax.barh(top_ops.name[::-1], top_ops.self_dur_ns[::-1] / 1e6)
+    ax.bar_label(bars, labels=[f"{pct:.1f}%" for pct in top_ops.self_pct[::-1]], fontsize=8, padding=2)
+    ax.set(title=f"{run}: top ops by self time", xlabel="self time over the run's 3 steps, ms")
+    if run == "buggy":
+        assert top_ops.name[0] == "aten::copy_" and top_ops.self_pct[0] > 90, top_ops.head(3)
+plt.show()"""),
+    ("md", """\
+## The timeline of one step
+
+The CPU ops of the first profiled step, one lane per thread and nesting level (`depth` on the
+thread, Python frames left out), times from the step's start. Copies and casts, the rows of the
+`tensor_copies` view, are orange. The sample ran on CPU, so there are no GPU streams. Each run
+has its own time axis: the buggy step is about 20 times longer, and the cast of each layer
+(`aten::to` over `aten::_to_copy` over `aten::copy_`, one orange column each) fills most of it."""),
+    ("code", '''\
+(STEP,), = db.sql("SELECT min(step) FROM steps").fetchall()
+timeline = db.sql("""
+    SELECT r.name AS run, o.tid, o.name, o.call_site,
+           (o.ts_ns - s.ts_ns) / 1e6 AS start_ms, o.dur_ns / 1e6 AS ms, s.dur_ns / 1e6 AS step_ms,
+           dense_rank() OVER (PARTITION BY o.run_id, o.tid ORDER BY o.depth) - 1 AS level,
+           c.event_id IS NOT NULL AS is_copy
+    FROM cpu_ops o
+    JOIN steps s ON s.run_id = o.run_id AND s.step = o.step
+    JOIN runs r ON r.run_id = o.run_id
+    LEFT JOIN tensor_copies c ON c.run_id = o.run_id AND c.event_id = o.event_id
+    WHERE o.step = ?
+    ORDER BY r.name, o.tid, level, o.ts_ns""", [STEP]).df()
+
+fig, axes = plt.subplots(2, 1, figsize=(12, 7), layout="constrained")
+for ax, (run, ops_in_step) in zip(axes, timeline.groupby("run")):
+    lanes = ops_in_step[["tid", "level"]].drop_duplicates().reset_index(drop=True)
+    for y, lane in lanes.iterrows():
+        lane_ops = ops_in_step[(ops_in_step.tid == lane.tid) & (ops_in_step.level == lane.level)]
+        ax.broken_barh(list(zip(lane_ops.start_ms, lane_ops.ms)), (y - 0.4, 0.8),
+                       facecolors=["tab:orange" if c else "tab:blue" for c in lane_ops.is_copy])
+    ax.set_yticks(range(len(lanes)), [f"thread {t}, level {lv}" for t, lv in zip(lanes.tid, lanes.level)],
+                  fontsize=7)
+    ax.invert_yaxis()
+    ax.set(title=f"{run}: ProfilerStep#{STEP}, {ops_in_step.step_ms.iloc[0]:.1f} ms",
+           xlabel="ms from the start of the step", xlim=(0, ops_in_step.step_ms.iloc[0]))
+axes[0].legend(handles=[Patch(color="tab:orange", label="copy / cast"), Patch(color="tab:blue", label="other op")],
+               loc="upper right")
+plt.show()
+
+longest = timeline[timeline.run == "buggy"].sort_values("ms").iloc[-1]
+assert longest.is_copy and longest.call_site == "tinydecoder.py(31): _read_cache", longest'''),
+    ("md", """\
+The same questions work from the command line (`traceduck report copies-by-call-site`,
+`traceduck diff buggy fixed --per-step`) and from any DuckDB client over `traceduck catalog`.
+The store was temporary: close the connection and delete it."""),
+    ("code", """\
+db.close()
+store_dir.cleanup()"""),
+]
+
+
+def build() -> nbformat.NotebookNode:
+    """The notebook, without outputs, with stable cell ids."""
+    cells = []
+    for i, (kind, source) in enumerate(CELLS):
+        cell = new_markdown_cell(source) if kind == "md" else new_code_cell(source)
+        cell["id"] = f"cell-{i:02d}"
+        cells.append(cell)
+    return new_notebook(cells=cells, metadata={
+        "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
+        "language_info": {"name": "python"},
+    })
+
+
+def main() -> None:
+    NOTEBOOK.parent.mkdir(exist_ok=True)
+    nbformat.write(build(), NOTEBOOK)
+    print(f"wrote {NOTEBOOK.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,88 @@
+"""Every notebook under notebooks/ runs without error and is committed clean: no outputs, no
+execution counts, no absolute paths; walkthrough.ipynb matches scripts/make_notebook.py."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import socket
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+KERNEL = "traceduck-tests"
+CELL_TIMEOUT_S = 120
+
+# An absolute path: POSIX (/home/me/x, /data/y) after a quote, space or bracket, a Windows drive,
+# or a home-relative one.
+ABSOLUTE_PATH = re.compile(r"""(?:^|[\s"'(\[=])/(?:[\w.-]+/)+|\b[A-Za-z]:\\\\|~/""", re.MULTILINE)
+
+
+def test_notebooks_exist():
+    assert "walkthrough.ipynb" in [p.name for p in NOTEBOOKS]
+
+
+@pytest.fixture
+def kernel_env(tmp_path, monkeypatch):
+    """A kernelspec that runs this interpreter, found before any user-installed `python3`."""
+    spec_dir = tmp_path / "jupyter" / "kernels" / KERNEL
+    spec_dir.mkdir(parents=True)
+    (spec_dir / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "traceduck tests", "language": "python",
+    }))
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "runtime"))
+    monkeypatch.setenv("JUPYTER_PLATFORM_DIRS", "1")
+    monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+    return KERNEL
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_notebook_runs(path, kernel_env):
+    nb = nbformat.read(path, as_version=4)
+    # Executed in memory from the notebook's directory; nothing is written back.
+    NotebookClient(nb, timeout=CELL_TIMEOUT_S, kernel_name=kernel_env,
+                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+    assert not [o for o in outputs if o.output_type == "error"]
+    if path.name == "walkthrough.ipynb":
+        images = [o for o in outputs if "image/png" in o.get("data", {})]
+        assert len(images) == 3  # step time, top ops, one step's timeline
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_notebook_committed_clean(path):
+    text = path.read_text()
+    nb = json.loads(text)
+    for i, cell in enumerate(nb["cells"]):
+        if cell["cell_type"] == "code":
+            assert cell["outputs"] == [], f"cell {i} has outputs"
+            assert cell["execution_count"] is None, f"cell {i} has an execution count"
+        assert "execution" not in cell.get("metadata", {}), f"cell {i} has execution timings"
+    assert set(nb["metadata"]) <= {"kernelspec", "language_info"}
+    assert not ABSOLUTE_PATH.findall(text)
+    for machine in {str(Path.home()), str(ROOT), sys.prefix, socket.gethostname()}:
+        if len(machine) > 1:
+            assert machine not in text
+
+
+def test_absolute_path_pattern():
+    found = ABSOLUTE_PATH.findall('x = "/home/me/a.json"\nPath("C:\\\\data")\nopen("~/t.json")\n')
+    assert [m.strip('"(') for m in found] == ["/home/me/", "C:\\\\", "~/"]
+    assert not ABSOLUTE_PATH.findall('Path("..") / "samples"\ns.dur_ns / 1e6\n"samples/buggy.json.gz"')
+
+
+def test_walkthrough_matches_its_generator():
+    spec = importlib.util.spec_from_file_location("make_notebook", ROOT / "scripts" / "make_notebook.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    committed = json.loads((ROOT / "notebooks" / "walkthrough.ipynb").read_text())
+    assert json.loads(nbformat.writes(module.build())) == committed, \
+        "notebooks/walkthrough.ipynb is stale: run `python scripts/make_notebook.py`"
