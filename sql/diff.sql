@@ -7,9 +7,9 @@
 -- param: threshold_pct DOUBLE = 5 -- changes within this percent of A's time are 'same'
 -- column: kind VARCHAR -- what the key is: op, kernel, call_site, shape or copy
 -- column: key VARCHAR -- the group: the op or kernel name itself, the call site, 'op [dims...]', or 'call_site | op [dims] src -> dst'
--- column: a_calls DOUBLE -- calls in A (per step with --per-step)
+-- column: a_calls DOUBLE -- calls in A (per step with --per-step); for a call site, calls of its outermost ops
 -- column: b_calls DOUBLE -- calls in B (per step with --per-step)
--- column: a_dur_ns DOUBLE -- summed inclusive dur_ns of the group's events in A, ns (per step with --per-step)
+-- column: a_dur_ns DOUBLE -- summed inclusive dur_ns of the group's events in A, ns (per step with --per-step); for a call site, of its outermost ops only, so nested ops are not counted twice
 -- column: b_dur_ns DOUBLE -- the same in B, ns
 -- column: a_self_dur_ns DOUBLE -- summed self time in A where the group has one (ops, call sites, shapes, copies), ns
 -- column: b_self_dur_ns DOUBLE -- the same in B, ns
@@ -21,7 +21,11 @@ WITH items AS (
   UNION ALL
   SELECT run_id, 'kernel', name, dur_ns, NULL FROM gpu_kernels WHERE $by = 'kernel'
   UNION ALL
-  SELECT run_id, 'call_site', coalesce(call_site, '(no Python stack)'), dur_ns, self_dur_ns FROM cpu_ops WHERE $by = 'call_site'
+  -- a call site's calls and inclusive time count only its outermost ops (nested ops share the call site)
+  SELECT o.run_id, 'call_site', coalesce(o.call_site, '(no Python stack)'),
+         CASE WHEN p.event_id IS NULL OR p.call_site IS DISTINCT FROM o.call_site THEN o.dur_ns END, o.self_dur_ns
+  FROM cpu_ops o LEFT JOIN cpu_ops p ON p.run_id = o.run_id AND p.event_id = o.parent_op_id
+  WHERE $by = 'call_site'
   UNION ALL
   SELECT o.run_id, 'shape', o.name || ' ' || coalesce((SELECT list(s.dims ORDER BY s.input_index)::VARCHAR FROM shapes s
          WHERE s.run_id = o.run_id AND s.event_id = o.event_id AND s.member_index IS NULL), '[]'), o.dur_ns, o.self_dur_ns
@@ -33,7 +37,7 @@ WITH items AS (
 ), steps_per_run AS (
   SELECT run_id, CASE WHEN $per_step THEN greatest(count(*), 1) ELSE 1 END AS n FROM steps GROUP BY run_id
 ), agg AS (
-  SELECT i.run_id, i.kind, i.key, count(*) / any_value(coalesce(s.n, 1)) AS calls,
+  SELECT i.run_id, i.kind, i.key, count(i.dur_ns) / any_value(coalesce(s.n, 1)) AS calls,
          sum(i.dur_ns) / any_value(coalesce(s.n, 1)) AS dur_ns, sum(i.self_dur_ns) / any_value(coalesce(s.n, 1)) AS self_dur_ns
   FROM items i LEFT JOIN steps_per_run s USING (run_id)
   WHERE i.run_id IN ($a, $b)

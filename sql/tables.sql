@@ -43,8 +43,10 @@ CREATE TABLE runs (
   events_key_index BIGINT,
   -- Number of pairs of events on one track that partially overlap (A.ts < B.ts < A.end < B.end).
   overlap_count BIGINT,
-  -- Counts of recoverable oddities seen while ingesting, by kind.
+  -- Counts of recoverable oddities seen while ingesting, by kind: repaired strings, odd field types, unknown phases or categories, missing ts/dur, integers beyond int64, overlaps, a salvage cut.
   warnings MAP(VARCHAR, BIGINT),
+  -- True when the trace was truncated or damaged and `ingest --salvage` kept only the complete events before the cut.
+  salvaged BOOLEAN,
   -- When the run was ingested (UTC).
   ingested_at TIMESTAMP,
   -- traceduck version that wrote the run.
@@ -87,6 +89,8 @@ CREATE TABLE events (
   on_device BOOLEAN,
   -- The innermost CPU op (cpu_op, or legacy Operator without '#') that is this event or contains it on its thread.
   cpu_op_id BIGINT,
+  -- The innermost CPU op that contains this event on its thread, the event itself excluded (NULL when none).
+  parent_op_id BIGINT,
   -- The outermost CPU op that is this event or contains it on its thread (the top-level op).
   top_op_id BIGINT,
   -- Profiler step whose CPU window (see `step_windows`) contains the start of this CPU event; NULL on devices.

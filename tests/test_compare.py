@@ -67,6 +67,36 @@ def test_diff_by_copy_per_step_marks_the_cast_removed(cpu_pair):
     assert result.header().startswith("A: full ") and "ms/step (3 steps); B: fixed " in result.header()
 
 
+def test_diff_by_call_site_counts_nested_ops_once(tmp_path):
+    """aten::to -> _to_copy -> copy_ all sit at the _read_cache call site: the call site's calls and
+    inclusive time are those of its outermost ops only (self time still sums every op)."""
+    store = tmp_path / "store"
+    traceduck.ingest([SAMPLES / "buggy.json.gz", SAMPLES / "fixed.json.gz"], store=store)
+
+    def outermost_ops_in_read_cache(name):
+        events = trace_events(load_json(SAMPLES / f"{name}.json.gz"))
+        frames = [e for e in events if e.get("cat") == "python_function" and e["name"].endswith(": _read_cache")]
+        ops = [e for e in events if e.get("cat") == "cpu_op"]
+        steps = sum(1 for e in events if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#"))
+
+        def inside(e, w):  # starts inside w on its thread (a few ends overrun their frame by a ns)
+            return e["tid"] == w["tid"] and ns(w["ts"]) <= ns(e["ts"]) < ns(w["ts"]) + ns(w["dur"])
+
+        chosen = [o for f in frames for o in ops if inside(o, f)
+                  and not any(p is not o and inside(o, p) and inside(p, f) for p in ops)]
+        return len(chosen) / steps, sum(ns(o["dur"]) for o in chosen) / steps
+
+    with traceduck.open(store) as db:
+        result = diff_runs(db, "buggy", "fixed", by="call_site", per_step=True)
+    row = next(dict(zip(result.columns, r)) for r in result.rows if r[1].endswith(": _read_cache"))
+    a_calls, a_dur = outermost_ops_in_read_cache("buggy")
+    b_calls, b_dur = outermost_ops_in_read_cache("fixed")
+    assert a_calls == 4  # per step: two slices and two casts (K and V)
+    assert (row["a_calls"], row["b_calls"]) == (a_calls, b_calls)
+    assert row["a_dur_ns"] == pytest.approx(a_dur) and row["b_dur_ns"] == pytest.approx(b_dur)
+    assert row["a_self_dur_ns"] < row["a_dur_ns"] * 1.01
+
+
 def test_diff_cli_header_goes_to_stderr_for_json(cpu_pair):
     table = td("diff", "full", "fixed", "--store", cpu_pair, "--limit", "2")
     assert table.returncode == 0 and table.stdout.startswith("A: full ")

@@ -16,18 +16,23 @@
 -- column: memcpy_pct DOUBLE -- memcpy share of the span, percent
 -- column: memset_pct DOUBLE -- memset share of the span, percent
 -- column: idle_pct DOUBLE -- idle share of the span, percent
-WITH lanes AS (
-  SELECT DISTINCT run_id, lane, device FROM activity WHERE lane LIKE 'gpu:%' AND run_id IN (SELECT run_id FROM report_runs)
+WITH gpu_kinds AS (
+  SELECT ['compute', 'communication', 'memcpy', 'memset'] AS kinds
+), total AS (
+  SELECT run_id, lane, busy_ns FROM busy_time((SELECT kinds FROM gpu_kinds), false)
+  WHERE run_id IN (SELECT run_id FROM report_runs)
+), per_kind AS (
+  SELECT run_id, lane, kind, busy_ns FROM busy_time((SELECT kinds FROM gpu_kinds), false, by_kind := true)
+  WHERE run_id IN (SELECT run_id FROM report_runs)
 ), b AS (
-  SELECT l.run_id, l.lane, l.device, r.name AS run_name, (r.end_ns - r.start_ns) AS span_ns,
-         coalesce(a.busy_ns, 0) AS busy_ns, coalesce(c.busy_ns, 0) AS compute_ns, coalesce(m.busy_ns, 0) AS communication_ns,
-         coalesce(cp.busy_ns, 0) AS memcpy_ns, coalesce(ms.busy_ns, 0) AS memset_ns
-  FROM lanes l JOIN runs r USING (run_id)
-  LEFT JOIN busy_time(['compute', 'communication', 'memcpy', 'memset'], false) a USING (run_id, lane)
-  LEFT JOIN busy_time(['compute'], false) c USING (run_id, lane)
-  LEFT JOIN busy_time(['communication'], false) m USING (run_id, lane)
-  LEFT JOIN busy_time(['memcpy'], false) cp USING (run_id, lane)
-  LEFT JOIN busy_time(['memset'], false) ms USING (run_id, lane)
+  SELECT a.run_id, a.lane, TRY_CAST(substr(a.lane, 5) AS BIGINT) AS device, r.name AS run_name,
+         (r.end_ns - r.start_ns) AS span_ns, a.busy_ns,
+         coalesce(sum(k.busy_ns) FILTER (WHERE k.kind = 'compute'), 0)::BIGINT AS compute_ns,
+         coalesce(sum(k.busy_ns) FILTER (WHERE k.kind = 'communication'), 0)::BIGINT AS communication_ns,
+         coalesce(sum(k.busy_ns) FILTER (WHERE k.kind = 'memcpy'), 0)::BIGINT AS memcpy_ns,
+         coalesce(sum(k.busy_ns) FILTER (WHERE k.kind = 'memset'), 0)::BIGINT AS memset_ns
+  FROM total a JOIN runs r USING (run_id) LEFT JOIN per_kind k USING (run_id, lane)
+  GROUP BY ALL
 )
 SELECT run_id, run_name, device, span_ns, busy_ns, compute_ns, communication_ns, memcpy_ns, memset_ns,
        span_ns - busy_ns AS idle_ns,

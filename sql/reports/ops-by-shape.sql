@@ -10,10 +10,13 @@
 -- column: self_dur_ns BIGINT -- total self time, ns
 -- column: self_pct DOUBLE -- share of the run's total op self time, percent
 -- column: total_dur_ns BIGINT -- total inclusive time, ns
-WITH ops AS (
-  SELECT o.*, (SELECT list(s.dims ORDER BY s.input_index) FROM shapes s
-               WHERE s.run_id = o.run_id AND s.event_id = o.event_id AND s.member_index IS NULL) AS dims
-  FROM cpu_ops o
+WITH input_dims AS (
+  SELECT run_id, event_id, list(dims ORDER BY input_index) AS dims
+  FROM shapes WHERE member_index IS NULL AND run_id IN (SELECT run_id FROM report_runs)
+  GROUP BY run_id, event_id
+), ops AS (
+  SELECT o.*, d.dims
+  FROM cpu_ops o LEFT JOIN input_dims d USING (run_id, event_id)
   WHERE o.run_id IN (SELECT run_id FROM report_runs)
 ), totals AS (
   SELECT run_id, sum(self_dur_ns) AS run_self FROM ops GROUP BY run_id

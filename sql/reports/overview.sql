@@ -17,7 +17,7 @@ step_stats AS (
 ), gpu_tot AS (
   SELECT run_id, sum(dur_ns) AS kernel_ns, count(*) AS kernels,
          sum(dur_ns) FILTER (WHERE is_graph_launched) AS graph_ns, count(*) FILTER (WHERE is_graph_launched) AS graph_kernels
-  FROM gpu_kernels WHERE run_id IN (SELECT run_id FROM sel) GROUP BY 1
+  FROM device_work(['kernel']) WHERE run_id IN (SELECT run_id FROM sel) GROUP BY 1
 ), ops AS (
   SELECT run_id, name, count(*) AS calls, sum(self_dur_ns) AS self_ns,
          row_number() OVER (PARTITION BY run_id ORDER BY sum(self_dur_ns) DESC, name) AS rank
@@ -25,7 +25,7 @@ step_stats AS (
 ), kernels AS (
   SELECT run_id, name, count(*) AS calls, sum(dur_ns) AS dur_ns,
          row_number() OVER (PARTITION BY run_id ORDER BY sum(dur_ns) DESC, name) AS rank
-  FROM gpu_kernels WHERE run_id IN (SELECT run_id FROM sel) GROUP BY 1, 2
+  FROM device_work(['kernel']) WHERE run_id IN (SELECT run_id FROM sel) GROUP BY 1, 2
 ), copies AS (
   SELECT run_id, call_site, op_name, dims, src_dtype, dst_dtype, count(*) AS calls, count(step) AS calls_in_steps,
          max(bytes) AS bytes_per_call, sum(bytes) AS total_bytes, sum(dur_ns) AS dur_ns,

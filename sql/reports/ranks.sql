@@ -34,18 +34,22 @@ coll AS (
          dur_ns = min(dur_ns) OVER (PARTITION BY step) AS is_fastest,
          count(*) OVER (PARTITION BY step) AS ranks_in_step
   FROM steps WHERE run_id IN (SELECT run_id FROM sel)
+), gpu_busy AS (
+  SELECT run_id, sum(busy_ns)::BIGINT AS busy_ns FROM busy_time(['compute', 'communication', 'memcpy', 'memset'], false)
+  WHERE lane LIKE 'gpu:%' AND run_id IN (SELECT run_id FROM sel) GROUP BY run_id
+), communication_busy AS (
+  SELECT run_id, sum(busy_ns)::BIGINT AS busy_ns FROM busy_time(['communication'], false)
+  WHERE lane LIKE 'gpu:%' AND run_id IN (SELECT run_id FROM sel) GROUP BY run_id
 ), per_rank AS (
   SELECT r.run_id, r.name, r.rank,
          (SELECT count(*) FROM step_times s WHERE s.run_id = r.run_id) AS steps,
          (SELECT avg(dur_ns)::BIGINT FROM step_times s WHERE s.run_id = r.run_id) AS step_ns,
-         (SELECT sum(busy_ns)::BIGINT FROM busy_time(['compute', 'communication', 'memcpy', 'memset'], false) b
-           WHERE b.run_id = r.run_id AND b.lane LIKE 'gpu:%') AS gpu_busy_ns,
-         (SELECT sum(busy_ns)::BIGINT FROM busy_time(['communication'], false) b
-           WHERE b.run_id = r.run_id AND b.lane LIKE 'gpu:%') AS communication_ns,
+         g.busy_ns AS gpu_busy_ns, c.busy_ns AS communication_ns,
          (SELECT sum(last_start - ts_ns)::BIGINT FROM matched m WHERE m.run_id = r.run_id AND m.ranks_seen > 1) AS collective_wait_ns,
          (SELECT count(*) FROM step_times s WHERE s.run_id = r.run_id AND s.is_slowest AND s.ranks_in_step > 1) AS slowest_steps,
          (SELECT count(*) FROM step_times s WHERE s.run_id = r.run_id AND s.is_fastest AND s.ranks_in_step > 1) AS fastest_steps
-  FROM runs r WHERE r.run_id IN (SELECT run_id FROM sel)
+  FROM runs r LEFT JOIN gpu_busy g USING (run_id) LEFT JOIN communication_busy c USING (run_id)
+  WHERE r.run_id IN (SELECT run_id FROM sel)
 ), per_collective AS (
   SELECT arg_max(m.run_id, m.ts_ns) AS run_id, 'collective' AS section, arg_max(r.rank, m.ts_ns) AS rank,
          m.collective || ' #' || m.occurrence AS item, sum(m.last_start - m.ts_ns)::BIGINT AS collective_wait_ns,

@@ -15,7 +15,7 @@ WITH cpu AS (
   SELECT run_id, step, sum(busy_ns)::BIGINT AS busy_ns, sum(last_ns - first_ns - busy_ns)::BIGINT AS idle_ns
   FROM busy_time(['compute', 'communication', 'memcpy', 'memset'], true) WHERE lane LIKE 'gpu:%' GROUP BY ALL
 ), k AS (
-  SELECT run_id, step, count(*) AS kernels FROM gpu_kernels WHERE step IS NOT NULL GROUP BY ALL
+  SELECT run_id, step, count(*) AS kernels FROM device_work(['kernel']) WHERE step IS NOT NULL GROUP BY ALL
 )
 SELECT s.run_id, r.name AS run_name, s.step, s.dur_ns, coalesce(c.busy_ns, 0) AS cpu_busy_ns,
        coalesce(g.busy_ns, 0) AS gpu_busy_ns, coalesce(g.idle_ns, 0) AS gpu_idle_ns, coalesce(k.kernels, 0) AS kernels,

@@ -1,7 +1,30 @@
 -- Runtime and driver calls that start GPU work: kernel launches (cudaLaunchKernel,
 -- cuLaunchKernelEx, hipExtModuleLaunchKernel, ...), graph launches (cudaGraphLaunch,
 -- hipGraphLaunch), async copies and sets (cudaMemcpyAsync, cudaMemsetAsync), in every schema
--- (`cuda_runtime`, `cuda_driver`, legacy `Runtime`, `mtia_runtime`), with the CPU op that made them.
+-- (`cuda_runtime`, `cuda_driver`, legacy `Runtime`, `mtia_runtime`), with the ids of the CPU ops
+-- around them but not their names: the cheap base of `launches` and `gpu_work`.
+-- @column run_id VARCHAR Run of the call.
+-- @column event_id BIGINT The runtime/driver event.
+-- @column name VARCHAR Call name, e.g. cudaLaunchKernel.
+-- @column pid VARCHAR Process id (text).
+-- @column tid VARCHAR Thread id (text).
+-- @column ts_ns BIGINT Start of the call, ns.
+-- @column dur_ns BIGINT Duration of the call, ns.
+-- @column correlation BIGINT Correlation id shared with the GPU work it started.
+-- @column is_graph_launch BOOLEAN True for CUDA/HIP graph launches (one call, many kernels).
+-- @column op_event_id BIGINT Innermost CPU op enclosing the call on its thread.
+-- @column top_op_event_id BIGINT Outermost CPU op enclosing the call.
+-- @column stack_id BIGINT Python stack of the call.
+-- @column step BIGINT Profiler step whose window contains the call.
+CREATE OR REPLACE VIEW launch_calls AS
+SELECT run_id, event_id, name, pid, tid, ts_ns, dur_ns, correlation,
+       regexp_matches(name, 'GraphLaunch') AS is_graph_launch,
+       cpu_op_id AS op_event_id, top_op_id AS top_op_event_id, stack_id, step
+FROM events
+WHERE phase = 'X' AND category IN ('cuda_runtime', 'cuda_driver', 'Runtime', 'mtia_runtime', 'hip_runtime')
+  AND regexp_matches(name, '(?i)(launch|memcpy|memset)');
+
+-- Every call of `launch_calls` with the names of the CPU ops around it and its Python call site.
 -- @column run_id VARCHAR Run of the call.
 -- @column event_id BIGINT The runtime/driver event.
 -- @column name VARCHAR Call name, e.g. cudaLaunchKernel.
@@ -19,31 +42,45 @@
 -- @column call_site VARCHAR Innermost user frame of the call's Python stack.
 -- @column step BIGINT Profiler step whose window contains the call.
 CREATE OR REPLACE VIEW launches AS
-SELECT l.run_id, l.event_id, l.name, l.pid, l.tid, l.ts_ns, l.dur_ns, l.correlation,
-       regexp_matches(l.name, 'GraphLaunch') AS is_graph_launch,
-       l.cpu_op_id AS op_event_id, o.name AS op_name, l.top_op_id AS top_op_event_id, t.name AS top_op_name,
+SELECT l.run_id, l.event_id, l.name, l.pid, l.tid, l.ts_ns, l.dur_ns, l.correlation, l.is_graph_launch,
+       l.op_event_id, o.name AS op_name, l.top_op_event_id, t.name AS top_op_name,
        l.stack_id, cs.call_site, l.step
-FROM events l
-LEFT JOIN events o ON o.run_id = l.run_id AND o.event_id = l.cpu_op_id
-LEFT JOIN events t ON t.run_id = l.run_id AND t.event_id = l.top_op_id
-LEFT JOIN call_sites cs ON cs.run_id = l.run_id AND cs.stack_id = l.stack_id
-WHERE l.phase = 'X' AND l.category IN ('cuda_runtime', 'cuda_driver', 'Runtime', 'mtia_runtime', 'hip_runtime')
-  AND regexp_matches(l.name, '(?i)(launch|memcpy|memset)');
+FROM launch_calls l
+LEFT JOIN (SELECT run_id, event_id, name FROM events WHERE cpu_op_id = event_id) o
+  ON o.run_id = l.run_id AND o.event_id = l.op_event_id
+LEFT JOIN (SELECT run_id, event_id, name FROM events WHERE top_op_id = event_id) t
+  ON t.run_id = l.run_id AND t.event_id = l.top_op_event_id
+LEFT JOIN call_sites cs ON cs.run_id = l.run_id AND cs.stack_id = l.stack_id;
 
--- GPU work (kernels, copies, sets) linked to the runtime call that launched it (by correlation),
--- the CPU op that made that call, the op's Python call site and the profiler step. One macro
--- for the three kinds; the views below select one kind each.
-CREATE OR REPLACE MACRO gpu_work(kinds) AS TABLE
+-- GPU work (kernels, copies, sets) linked by correlation to the runtime call that launched it,
+-- with the ids of that call's CPU ops, its stack and its profiler step, but no names: the cheap
+-- base for utilization (`activity`). `gpu_work` adds the names.
+CREATE OR REPLACE MACRO device_work(kinds) AS TABLE
 SELECT g.run_id, g.event_id, g.name, g.ts_ns, g.dur_ns,
        coalesce(g.device, TRY_CAST(g.pid AS BIGINT)) AS device,
        coalesce(g.stream, TRY_CAST(regexp_extract(g.tid, '(\d+)$', 1) AS BIGINT)) AS stream,
        g.correlation, l.event_id AS launch_event_id, l.name AS launch_name,
        g.ts_ns - l.ts_ns AS queue_delay_ns,
-       l.op_event_id, l.op_name, l.top_op_name, l.call_site, coalesce(l.is_graph_launch, false) AS is_graph_launched,
+       l.op_event_id, l.top_op_event_id, l.stack_id, coalesce(l.is_graph_launch, false) AS is_graph_launched,
        l.step, g.category
 FROM events g
-LEFT JOIN launches l ON l.run_id = g.run_id AND l.correlation = g.correlation
+LEFT JOIN launch_calls l ON l.run_id = g.run_id AND l.correlation = g.correlation
 WHERE g.phase = 'X' AND lower(g.category) IN (SELECT unnest(kinds));
+
+-- GPU work (kernels, copies, sets) linked to the runtime call that launched it (by correlation),
+-- the CPU op that made that call, the op's Python call site and the profiler step. One macro
+-- for the three kinds; the views below select one kind each.
+CREATE OR REPLACE MACRO gpu_work(kinds) AS TABLE
+SELECT w.run_id, w.event_id, w.name, w.ts_ns, w.dur_ns, w.device, w.stream, w.correlation,
+       w.launch_event_id, w.launch_name, w.queue_delay_ns,
+       w.op_event_id, o.name AS op_name, t.name AS top_op_name, cs.call_site, w.is_graph_launched,
+       w.step, w.category
+FROM device_work(kinds) w
+LEFT JOIN (SELECT run_id, event_id, name FROM events WHERE cpu_op_id = event_id) o
+  ON o.run_id = w.run_id AND o.event_id = w.op_event_id
+LEFT JOIN (SELECT run_id, event_id, name FROM events WHERE top_op_id = event_id) t
+  ON t.run_id = w.run_id AND t.event_id = w.top_op_event_id
+LEFT JOIN call_sites cs ON cs.run_id = w.run_id AND cs.stack_id = w.stack_id;
 
 -- Every GPU kernel (`kernel`, legacy `Kernel`) with its launch, the CPU op behind it, the op's
 -- Python call site, whether it came from a CUDA/HIP graph, and the profiler step of its launch

@@ -11,34 +11,33 @@
 -- @column end_ns BIGINT End, ns.
 CREATE OR REPLACE VIEW activity AS
 SELECT run_id, 'cpu' AS lane, NULL::BIGINT AS device, 'cpu_op' AS kind, step, event_id, ts_ns, ts_ns + dur_ns AS end_ns
-FROM cpu_ops WHERE is_top_level
+FROM events WHERE cpu_op_id = event_id AND top_op_id = event_id  -- the rows of cpu_ops WHERE is_top_level
 UNION ALL
 SELECT run_id, 'gpu:' || coalesce(device::VARCHAR, '?'), device,
-       CASE WHEN regexp_matches(name, '(?i)(nccl|rccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|sendrecv|broadcast)')
+       CASE WHEN lower(category) IN ('gpu_memcpy', 'memcpy') THEN 'memcpy'
+            WHEN lower(category) IN ('gpu_memset', 'memset') THEN 'memset'
+            WHEN regexp_matches(name, '(?i)(nccl|rccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|sendrecv|broadcast)')
             THEN 'communication' ELSE 'compute' END,
        step, event_id, ts_ns, ts_ns + dur_ns
-FROM gpu_kernels
-UNION ALL
-SELECT run_id, 'gpu:' || coalesce(device::VARCHAR, '?'), device, 'memcpy', step, event_id, ts_ns, ts_ns + dur_ns FROM gpu_memcpys
-UNION ALL
-SELECT run_id, 'gpu:' || coalesce(device::VARCHAR, '?'), device, 'memset', step, event_id, ts_ns, ts_ns + dur_ns FROM gpu_memsets;
+FROM device_work(['kernel', 'gpu_memcpy', 'memcpy', 'gpu_memset', 'memset']);
 
 -- Busy time by interval union (overlapping intervals counted once) of the `activity` rows whose
--- kind is in `kinds`, per run and lane, and per step when by_step is true (else step is NULL).
-CREATE OR REPLACE MACRO busy_time(kinds, by_step) AS TABLE
+-- kind is in `kinds`, per run and lane; per step too when by_step is true (else step is NULL),
+-- and per kind when by_kind is true (else kind is NULL).
+CREATE OR REPLACE MACRO busy_time(kinds, by_step, by_kind := false) AS TABLE
 WITH iv AS (
-  SELECT run_id, lane, CASE WHEN by_step THEN step END AS step, ts_ns, end_ns
+  SELECT run_id, lane, CASE WHEN by_step THEN step END AS step, CASE WHEN by_kind THEN kind END AS kind, ts_ns, end_ns
   FROM activity WHERE list_contains(kinds, kind) AND end_ns >= ts_ns AND (NOT by_step OR step IS NOT NULL)
 ), ordered AS (
-  SELECT *, max(end_ns) OVER (PARTITION BY run_id, lane, step ORDER BY ts_ns, end_ns
+  SELECT *, max(end_ns) OVER (PARTITION BY run_id, lane, step, kind ORDER BY ts_ns, end_ns
                               ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_end
   FROM iv
 ), grouped AS (
   SELECT *, sum(CASE WHEN prev_end IS NULL OR ts_ns > prev_end THEN 1 ELSE 0 END)
-              OVER (PARTITION BY run_id, lane, step ORDER BY ts_ns, end_ns ROWS UNBOUNDED PRECEDING) AS island
+              OVER (PARTITION BY run_id, lane, step, kind ORDER BY ts_ns, end_ns ROWS UNBOUNDED PRECEDING) AS island
   FROM ordered
 ), merged AS (
-  SELECT run_id, lane, step, island, min(ts_ns) AS s, max(end_ns) AS e FROM grouped GROUP BY ALL
+  SELECT run_id, lane, step, kind, island, min(ts_ns) AS s, max(end_ns) AS e FROM grouped GROUP BY ALL
 )
-SELECT run_id, lane, step, sum(e - s)::BIGINT AS busy_ns, min(s) AS first_ns, max(e) AS last_ns
-FROM merged GROUP BY run_id, lane, step;
+SELECT run_id, lane, step, kind, sum(e - s)::BIGINT AS busy_ns, min(s) AS first_ns, max(e) AS last_ns
+FROM merged GROUP BY run_id, lane, step, kind;

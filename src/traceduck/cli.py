@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 import traceback
@@ -14,10 +15,11 @@ import typer
 from . import __version__
 from .api import expand_paths, ingest as ingest_traces, open as open_store
 from .errors import InputError, TraceduckError
-from .export import export_run
+from .export import Window, export as export_trace
 from .catalog_file import write_catalog
 from .diff import diff_runs
 from .render import Format, human_bytes, render
+from .shell import shell_command
 from .reports import Report, all_reports, get_report, run_report
 from .store import Store
 
@@ -71,6 +73,8 @@ def ingest(
     jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, help="Worker processes [default: number of cores]."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress and no summary line."),
     timings: bool = typer.Option(False, "--timings", help="Print seconds spent per ingest stage (on stderr)."),
+    salvage: bool = typer.Option(False, "--salvage", help="Keep the complete events of a truncated or damaged trace "
+                                 "before the cut (the run is marked salvaged) instead of failing."),
 ) -> None:
     """Ingest traces into the store: one run per file; the same bytes twice is a no-op."""
     labels = _labels(label)
@@ -78,9 +82,9 @@ def ingest(
     started = time.perf_counter()
     show_progress = not quiet and sys.stderr.isatty()
     if show_progress:
-        results = _ingest_with_progress(files, store, name, labels, force, jobs)
+        results = _ingest_with_progress(files, store, name, labels, force, jobs, salvage)
     else:
-        results = ingest_traces(files, store=store, name=name, labels=labels, force=force, jobs=jobs)
+        results = ingest_traces(files, store=store, name=name, labels=labels, force=force, jobs=jobs, salvage=salvage)
     err = typer.get_text_stream("stderr")
     for r in results:
         if r.skipped and not quiet:
@@ -99,7 +103,7 @@ def ingest(
                    f"store {human_bytes(st.size_bytes())} ({st.path})")
 
 
-def _ingest_with_progress(files, store, name, labels, force, jobs):
+def _ingest_with_progress(files, store, name, labels, force, jobs, salvage):
     from rich.progress import (BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn,
                                TransferSpeedColumn)
 
@@ -118,7 +122,8 @@ def _ingest_with_progress(files, store, name, labels, force, jobs):
             rate = f", {(events - n0) / elapsed / 1000:,.0f}k events/s" if elapsed > 0.2 else ""
             bar.update(tasks[path], completed=raw_bytes, events=f"{events:,} events{rate}")
 
-        return ingest_traces(files, store=store, name=name, labels=labels, force=force, jobs=jobs, progress=progress)
+        return ingest_traces(files, store=store, name=name, labels=labels, force=force, jobs=jobs, progress=progress,
+                             salvage=salvage)
 
 
 @app.command()
@@ -126,10 +131,11 @@ def runs(store: Optional[Path] = StoreOpt, format: Format = FormatOpt) -> None:
     """List the runs in the store."""
     with open_store(store) as db:
         rows = db.runs()
-    columns = ["run_id", "name", "labels", "event_count", "rank", "duration_ms", "ingested_at", "source_path"]
+    columns = ["run_id", "name", "labels", "event_count", "rank", "duration_ms", "ingested_at", "source_path",
+               "salvaged", "warnings"]
     table = [(r["run_id"], r["name"], r["labels"], r["event_count"], r["rank"],
               None if r["start_ns"] is None else round((r["end_ns"] - r["start_ns"]) / 1e6, 3),
-              r["ingested_at"], r["source_path"]) for r in rows]
+              r["ingested_at"], r["source_path"], bool(r.get("salvaged")), r.get("warnings") or {}) for r in rows]
     render(columns, table, format, sys.stdout)
 
 
@@ -253,18 +259,60 @@ def catalog(store: Optional[Path] = StoreOpt) -> None:
     typer.echo(f"{path} (open it with any DuckDB client, e.g. `duckdb {path}`)")
 
 
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def shell(ctx: typer.Context, store: Optional[Path] = StoreOpt) -> None:
+    """Open the DuckDB CLI on STORE/catalog.duckdb (written first); arguments after -- go to duckdb."""
+    argv = shell_command(Store(store), ctx.args)
+    sys.stdout.flush()
+    os.execv(argv[0], argv)
+
+
+class ExportFormat(str, Enum):
+    chrome = "chrome"
+    folded = "folded"
+
+
+class FoldedMetric(str, Enum):
+    cpu_self = "cpu_self"
+    gpu = "gpu"
+
+
 @app.command()
 def export(
     run: str = typer.Argument(..., help="Run id, unique run id prefix, or run name.", show_default=False),
-    output: Path = typer.Option(..., "--output", "-o", help="Chrome trace to write (.json, or .json.gz to compress).",
-                                show_default=False),
+    output: Path = typer.Option(..., "--output", "-o", help="File to write: a Chrome trace (.json, or .json.gz to "
+                                "compress), or folded stacks (text).", show_default=False),
     store: Optional[Path] = StoreOpt,
+    format: ExportFormat = typer.Option(ExportFormat.chrome, "--format", "-f", case_sensitive=False,
+                                        help="chrome: a Chrome trace; folded: `frame;...;op value` lines for "
+                                             "speedscope or flamegraph.pl."),
+    step: Optional[int] = typer.Option(None, "--step", help="Only profiler step N: its CPU events and the GPU work "
+                                       "they launched.", show_default=False),
+    start_ns: Optional[int] = typer.Option(None, "--start-ns", help="Only events overlapping [START, END) "
+                                           "(ns, as events.ts_ns) [default: the run's start].", show_default=False),
+    end_ns: Optional[int] = typer.Option(None, "--end-ns", help="End of that range [default: the run's end].",
+                                         show_default=False),
+    max_events: Optional[int] = typer.Option(None, "--max-events", help="Keep only the K earliest events of the "
+                                             "window (by start), with their flows and metadata.", show_default=False),
+    metric: Optional[FoldedMetric] = typer.Option(None, "--metric", case_sensitive=False,
+                                                  help="Folded value: cpu_self (CPU op self time, ns) or gpu "
+                                                       "(kernel time, ns) [default: cpu_self].", show_default=False),
 ) -> None:
-    """Write a run back as a Chrome trace (every event and arg as ingested)."""
+    """Write a run, or one step or time range of it, as a Chrome trace (events and args as ingested),
+    or its folded stacks."""
+    window = Window(step=step, start_ns=start_ns, end_ns=end_ns, max_events=max_events)
     with open_store(store) as db:
         run_id = db.resolve_run(run)
-        count = export_run(db.store, run_id, output)
-    typer.get_text_stream("stderr").write(f"{count:,} events from run {run_id} -> {output}\n")
+        result = export_trace(db, run_id, output, format.value, window, metric.value if metric else None)
+    err = typer.get_text_stream("stderr")
+    if result.format == "folded":
+        err.write(f"{result.stacks:,} stacks, {result.total:,} ns of {result.metric} from run {run_id} -> {output}\n")
+        return
+    if result.is_cut:
+        err.write(f"Warning: {result.scope} has {result.window_events:,} events; kept the first {result.kept_events:,} "
+                  "by start time (--max-events).\n")
+    scope = f", {result.scope}" if result.scope else ""
+    err.write(f"{result.events:,} events from run {run_id}{scope} -> {output}\n")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -27,6 +27,7 @@ class Nester:
         self.depth = np.full(total_events, -1, dtype=np.int32)
         self.stack = np.zeros(total_events, dtype=np.int64)
         self.cpu_op = np.full(total_events, -1, dtype=ids)
+        self.parent_op = np.full(total_events, -1, dtype=ids)  # innermost enclosing op, the event excluded
         self.top_op = np.full(total_events, -1, dtype=ids)
         self.child_ns = np.zeros(total_events, dtype=np.int64)  # summed duration of direct children
         self.overlap_count = 0
@@ -44,6 +45,7 @@ class Nester:
         depth_out = [0] * n
         stack_out = [0] * n
         op_out = [-1] * n
+        parent_op_out = [-1] * n
         top_out = [-1] * n
         open_ = self._open
         closed_early = self._closed_early
@@ -76,6 +78,7 @@ class Nester:
                 p_stack = 0
                 d = 0
                 op = top = -1
+            parent_op_out[i] = op
             if is_op[i]:
                 op = event_id[i]
                 if top < 0:
@@ -99,6 +102,7 @@ class Nester:
         self.depth[ids] = depth_out
         self.stack[ids] = stack_out
         self.cpu_op[ids] = op_out
+        self.parent_op[ids] = parent_op_out
         self.top_op[ids] = top_out
         parents = np.asarray(parent_out, dtype=np.int64)
         has_parent = parents >= 0

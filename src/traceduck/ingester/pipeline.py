@@ -29,7 +29,8 @@ from .convert import ChunkConverter, ChunkResult, NotAnEvent, convert_chunk
 from .frames import StackInterner, split_frame
 from .nesting import Nester
 from .reader import ChunkedEvents, NotParseable, RawSource, TraceLayout
-from .streaming import StreamingEvents
+from .repair import Fault
+from .streaming import Cut, StreamingEvents
 
 # Below this many raw bytes, worker processes cost more than they save.
 PARALLEL_MIN_BYTES = 24 << 20
@@ -45,6 +46,20 @@ STEP_CATEGORIES = ("user_annotation", "Operator", "cpu_op")
 MERGE_MEMORY = "256MB"  # DuckDB's share while merging; it spills to disk beyond this
 NEST_BATCH = 1 << 18
 _RANK_IN_NAME = re.compile(r"(?:rank|worker)[-_]?(\d+)", re.I)
+# Chrome trace event phases, and the categories PyTorch/Kineto exporters (2021 on) write;
+# anything else is kept and counted in runs.warnings.
+KNOWN_PHASES = ("B", "E", "X", "i", "I", "C", "b", "n", "e", "s", "t", "f", "P", "N", "O", "D", "M", "R", "c",
+                "(", ")")
+KNOWN_CATEGORIES = (
+    "cpu_op", "user_annotation", "gpu_user_annotation", "gpu_memcpy", "gpu_memset", "kernel", "cuda_runtime",
+    "cuda_driver", "cuda_sync", "cuda_profiler_range", "cpu_instant_event", "python_function", "overhead",
+    "external_correlation", "ac2g", "fwdbwd", "async", "async_cpu_to_gpu", "async_gpu", "Trace", "Operator",
+    "Runtime", "Kernel", "Memcpy", "Memset", "Memory", "mtia_runtime", "mtia_ccp_events", "mtia_insight",
+    "glow_runtime", "hpu_op", "xpu_runtime", "xpu_driver", "privateuse1_runtime", "privateuse1_driver",
+    "collective_comm", "gpu_pm_counter", "gpu_op", "memcpy", "memset", "critical_path", "PERF", "PREF",
+    "SAMPLE", "__metadata",
+)
+LONG_NAME_CHARS = 1 << 16
 
 Progress = Callable[[int, int], None]  # (raw bytes read, events converted)
 
@@ -72,6 +87,7 @@ class IngestResult:
     events: int
     seconds: float
     skipped: bool  # the same bytes were already in the store
+    salvaged: bool = False  # the trace was cut (truncated or damaged); the events before the cut were kept
     overlap_count: int = 0
     warnings: dict | None = None
     timings: dict | None = None
@@ -90,8 +106,10 @@ def run_name_for(path: Path) -> str:
 
 
 def ingest_file(path: Path, store: Store, name: str | None = None, labels: dict[str, str] | None = None,
-                force: bool = False, jobs: int | None = None, progress: Progress | None = None) -> IngestResult:
-    """Ingest one trace file into the store and publish it as a run."""
+                force: bool = False, jobs: int | None = None, progress: Progress | None = None,
+                salvage: bool = False) -> IngestResult:
+    """Ingest one trace file into the store and publish it as a run. With `salvage`, a truncated
+    or damaged trace keeps its complete events before the cut instead of failing."""
     started = time.perf_counter()
     watch = Stopwatch()
     path = Path(path).absolute()
@@ -112,16 +130,27 @@ def ingest_file(path: Path, store: Store, name: str | None = None, labels: dict[
     try:
         parts = tmp / "parts"
         parts.mkdir()
+        read_warnings: Counter = Counter()
+        cut = None
         try:
-            layout, results = _convert_fast(path, parts, jobs, progress)
+            layout, results, cut = _convert_fast(path, parts, jobs, progress)
         except NotParseable:
             store.discard(parts)
             parts.mkdir()
-            layout, results = _convert_streaming(path, parts, progress)
+            layout, results, read_warnings, cut = _convert_streaming(path, parts, progress, salvage)
+        if cut is not None and not salvage:
+            count = sum(r.count for r in results)
+            raise InputError(f"{path}: the gzip stream ends early (after its JSON text, at byte {cut.offset:,} of the "
+                             f"decompressed text, after {count:,} complete events)",
+                             f"Re-run with --salvage to keep the {count:,} complete events")
         watch.lap("parse+convert")
         count, overlaps, warnings = _merge(path, tmp, parts, layout, results, run_id, jobs, watch)
+        warnings.update(read_warnings)
+        if cut is not None:
+            warnings[f"salvaged: {cut.what} at byte {cut.offset:,}; complete events kept"] = count
         seconds = time.perf_counter() - started
-        _write_run_row(tmp, path, run_id, name, labels or {}, layout, count, overlaps, warnings, seconds)
+        _write_run_row(tmp, path, run_id, name, labels or {}, layout, count, overlaps, dict(warnings), seconds,
+                       salvaged=cut is not None)
         store.discard(parts)
         published = store.publish(tmp, run_id, replace=force)
     except BaseException:
@@ -129,43 +158,53 @@ def ingest_file(path: Path, store: Store, name: str | None = None, labels: dict[
         raise
     watch.lap("publish")
     return IngestResult(run_id, name, path, count, time.perf_counter() - started, skipped=not published,
-                        overlap_count=overlaps, warnings=warnings, timings=watch.stages)
+                        salvaged=cut is not None, overlap_count=overlaps, warnings=dict(warnings),
+                        timings=watch.stages)
 
 
-def _convert_fast(path: Path, parts: Path, jobs: int, progress: Progress | None) -> tuple[TraceLayout, list[ChunkResult]]:
-    """Split with the fast splitter; convert chunks in worker processes for big files."""
+def _convert_fast(path: Path, parts: Path, jobs: int, progress: Progress | None
+                  ) -> tuple[TraceLayout, list[ChunkResult], Cut | None]:
+    """Split with the fast splitter; convert chunks in worker processes for big files. The cut
+    is set when a gzip stream ends early right after complete JSON text."""
     with RawSource(path) as src:
-        reader = ChunkedEvents(src)
-        layout = reader.open()
-        size = path.stat().st_size
-        if jobs <= 1 or size < PARALLEL_MIN_BYTES:
-            results = []
-            for k, text in enumerate(reader.chunks()):
-                results.append(_convert_or_fallback(text, k, str(parts)))
-                if progress:
-                    progress(src.raw_bytes_read, sum(r.count for r in results))
-            return layout, results
-        # fork: workers need nothing from the parent but the function, and spawn would re-run
-        # the caller's script in every worker when it lacks an `if __name__ == "__main__"` guard.
-        ctx = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
+        layout, results = _convert_chunks(src, path, parts, jobs, progress)
+        cut = Cut("the gzip stream ends early", src.offset, truncated=True) if src.ended_early else None
+        return layout, results, cut
+
+
+def _convert_chunks(src: RawSource, path: Path, parts: Path, jobs: int, progress: Progress | None
+                    ) -> tuple[TraceLayout, list[ChunkResult]]:
+    reader = ChunkedEvents(src)
+    layout = reader.open()
+    size = path.stat().st_size
+    if jobs <= 1 or size < PARALLEL_MIN_BYTES:
         results = []
-        converted = 0
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
-            pending: set[Future] = set()
-            for k, text in enumerate(reader.chunks()):
-                pending.add(pool.submit(_convert_or_fallback, text, k, str(parts)))
-                while len(pending) >= jobs * 2:
-                    done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                    for f in done:
-                        r = f.result()
-                        results.append(r)
-                        converted += r.count
-                if progress:
-                    progress(src.raw_bytes_read, converted)
-            for f in pending:
-                results.append(f.result())
-        results.sort(key=lambda r: r.chunk)
+        for k, text in enumerate(reader.chunks()):
+            results.append(_convert_or_fallback(text, k, str(parts)))
+            if progress:
+                progress(src.raw_bytes_read, sum(r.count for r in results))
         return layout, results
+    # fork: workers need nothing from the parent but the function, and spawn would re-run
+    # the caller's script in every worker when it lacks an `if __name__ == "__main__"` guard.
+    ctx = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
+    results = []
+    converted = 0
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
+        pending: set[Future] = set()
+        for k, text in enumerate(reader.chunks()):
+            pending.add(pool.submit(_convert_or_fallback, text, k, str(parts)))
+            while len(pending) >= jobs * 2:
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for f in done:
+                    r = f.result()
+                    results.append(r)
+                    converted += r.count
+            if progress:
+                progress(src.raw_bytes_read, converted)
+        for f in pending:
+            results.append(f.result())
+    results.sort(key=lambda r: r.chunk)
+    return layout, results
 
 
 def _convert_or_fallback(text: bytes, chunk: int, parts: str) -> ChunkResult:
@@ -173,28 +212,35 @@ def _convert_or_fallback(text: bytes, chunk: int, parts: str) -> ChunkResult:
     either reads it or reports where it breaks."""
     try:
         return convert_chunk(text, chunk, parts)
-    except (ValueError, RecursionError, NotAnEvent) as e:  # JSON and UTF-8 errors are ValueErrors
+    except (ValueError, RecursionError, OverflowError, NotAnEvent, Fault, pa.ArrowException) as e:
+        # JSON and UTF-8 errors are ValueErrors; a Fault is damage the chunk repair could not fix
         raise NotParseable(str(e)) from None
 
 
-def _convert_streaming(path: Path, parts: Path, progress: Progress | None) -> tuple[TraceLayout, list[ChunkResult]]:
+def _convert_streaming(path: Path, parts: Path, progress: Progress | None, salvage: bool
+                       ) -> tuple[TraceLayout, list[ChunkResult], Counter, Cut | None]:
+    """The exact streaming parser (repairs damage; with salvage, stops at a cut)."""
     with RawSource(path) as src:
-        stream = StreamingEvents(src)
+        stream = StreamingEvents(src, salvage=salvage)
         results = []
+        done = 0
         for k, batch in enumerate(stream.batches()):
             conv = ChunkConverter(k, exact=True)
             try:
                 conv.add(batch)
+                results.append(conv.write(parts))
             except NotAnEvent as e:
-                index = stream.count - len(batch) + e.index
-                raise InputError(f"{path}: not a trace (traceEvents item {index:,} is a {e.kind}, not an object)",
+                raise InputError(f"{path}: not a trace (traceEvents item {done + e.index:,} is a {e.kind}, not an object)",
                                  "A PyTorch profiler trace is a JSON object with a traceEvents list of objects") from None
-            results.append(conv.write(parts))
+            except (ValueError, RecursionError, OverflowError, TypeError, pa.ArrowException) as e:
+                raise InputError(f"{path}: cannot convert traceEvents items {done:,} to {done + len(batch) - 1:,} "
+                                 f"({type(e).__name__}: {e})", "Re-run with --debug and report it") from None
+            done += len(batch)
             if progress:
                 progress(src.raw_bytes_read, stream.count)
         if not results:
             results.append(ChunkConverter(0, exact=True).write(parts))
-        return stream.layout, results
+        return stream.layout, results, stream.warnings, stream.cut
 
 
 def _int_or_none(v: object) -> int | None:
@@ -224,6 +270,7 @@ def _merge(path: Path, tmp: Path, parts: Path, layout: TraceLayout, results: lis
             "?::VARCHAR[] AS timeline_phases, ?::VARCHAR[] AS op_categories",
             [offsets, list(DEVICE_CATEGORIES), list(TIMELINE_PHASES), list(OP_CATEGORIES)],
         )
+        warnings.update(_event_warnings(con, parts))
         windows = _step_windows(con, parts, base_ns)
         reader = con.sql(
             f"""SELECT hash(list_contains(p.device_categories, lower(coalesce(x.category, ''))), x.pid, x.tid) AS track,
@@ -258,11 +305,29 @@ def _merge(path: Path, tmp: Path, parts: Path, layout: TraceLayout, results: lis
     finally:
         con.close()
         shutil.rmtree(tmp / "spill", ignore_errors=True)
-    return total, nester.overlap_count, dict(warnings)
+    return total, nester.overlap_count, warnings
+
+
+def _event_warnings(con: duckdb.DuckDBPyConnection, parts: Path) -> Counter:
+    """Counts of events with missing or unexpected core fields (one scan of the parts)."""
+    row = con.execute(
+        f"""SELECT count(*) FILTER (phase IS NULL AND (extra IS NULL OR json_extract(extra, '$.ph') IS NULL)),
+                   count(*) FILTER (NOT list_contains(?::VARCHAR[], phase)),
+                   count(*) FILTER (category IS NOT NULL AND NOT list_contains(?::VARCHAR[], category)),
+                   count(*) FILTER (ts_ns IS NULL AND phase IS DISTINCT FROM 'M'
+                                    AND (extra IS NULL OR json_extract(extra, '$.ts') IS NULL)),
+                   count(*) FILTER (phase = 'X' AND dur_ns IS NULL
+                                    AND (extra IS NULL OR json_extract(extra, '$.dur') IS NULL)),
+                   count(*) FILTER (strlen(name) > ?)
+            FROM read_parquet('{_q(str(parts / "events-*.parquet"))}')""",
+        [list(KNOWN_PHASES), list(KNOWN_CATEGORIES), LONG_NAME_CHARS]).fetchone()
+    kinds = ("event without ph", "unknown phase (ph)", "unknown category (cat)", "event without ts (not metadata)",
+             "complete event (X) without dur", f"name longer than {LONG_NAME_CHARS:,} bytes")
+    return Counter({k: n for k, n in zip(kinds, row) if n})
 
 
 # Sorted or nearly sorted integers (ids, times) compress far better delta-encoded than dictionary-encoded.
-_DELTA_COLUMNS = {"event_id", "ts_ns", "dur_ns", "self_dur_ns", "parent_id", "cpu_op_id", "top_op_id", "external_id", "correlation", "python_id",
+_DELTA_COLUMNS = {"event_id", "ts_ns", "dur_ns", "self_dur_ns", "parent_id", "cpu_op_id", "parent_op_id", "top_op_id", "external_id", "correlation", "python_id",
                   "python_parent_id", "seq_num", "int_value", "flow_id"}
 
 
@@ -325,6 +390,7 @@ def _write_events(tmp: Path, parts: Path, results: list[ChunkResult], offsets: l
             depth = nester.depth[sl]
             stack = nester.stack[sl]
             cpu_op = nester.cpu_op[sl]
+            parent_op = nester.parent_op[sl]
             top_op = nester.top_op[sl]
             call_stack = part.column("call_stack_id")
             stack_col = pc.coalesce(call_stack, _masked(stack, stack == 0, pa.int64()))
@@ -348,6 +414,7 @@ def _write_events(tmp: Path, parts: Path, results: list[ChunkResult], offsets: l
                 "on_device": on_device,
                 "stack_id": stack_col,
                 "cpu_op_id": _masked(cpu_op, cpu_op < 0, pa.int64()),
+                "parent_op_id": _masked(parent_op, parent_op < 0, pa.int64()),
                 "top_op_id": _masked(top_op, top_op < 0, pa.int64()),
             }
             arrays = [cols[f.name] if f.name in cols else part.column(f.name) for f in schema]
@@ -408,7 +475,7 @@ def _json_or_none(v: object) -> str | None:
 
 
 def _write_run_row(tmp: Path, path: Path, run_id: str, name: str, labels: dict[str, str], layout: TraceLayout,
-                   count: int, overlaps: int, warnings: dict, seconds: float) -> None:
+                   count: int, overlaps: int, warnings: dict, seconds: float, salvaged: bool = False) -> None:
     con = duckdb.connect()
     try:
         start, end = con.execute(
@@ -443,6 +510,7 @@ def _write_run_row(tmp: Path, path: Path, run_id: str, name: str, labels: dict[s
         "events_key_index": [layout.events_key_index],
         "overlap_count": [overlaps],
         "warnings": [sorted(warnings.items())],
+        "salvaged": [salvaged],
         "ingested_at": [datetime.now(timezone.utc).replace(tzinfo=None)],
         "tool_version": [__version__],
         "ingest_seconds": [seconds],
