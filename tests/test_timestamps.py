@@ -57,3 +57,22 @@ def test_shared_epoch_float_trace_is_exact(store):
         got = [r[0] for r in db.sql("SELECT ts_ns FROM events ORDER BY event_id").fetchall()]
     assert got == expected
     assert any(t % 1000 for t in expected if t)  # the sub-microsecond digits are really there
+
+
+def test_integer_microseconds_up_to_the_int64_limit(tmp_path, store):
+    """Older exporters write ts/dur as integers: ns = us * 1000 exactly; a ts whose ns would not fit
+    int64 is kept (in extra, for export) and counted, not wrapped."""
+    limit_us = ((1 << 63) - 1) // 1000  # 9223372036854775
+    path = tmp_path / "ints.json"
+    path.write_text('{"traceEvents": ['
+                    '{"ph": "X", "cat": "cpu_op", "name": "epoch", "pid": 1, "tid": 1, "ts": 1661203462817620, "dur": 7},'
+                    f'{{"ph": "X", "cat": "cpu_op", "name": "edge", "pid": 1, "tid": 2, "ts": {limit_us}, "dur": 0}},'
+                    f'{{"ph": "X", "cat": "cpu_op", "name": "over", "pid": 1, "tid": 3, "ts": {limit_us + 1}, "dur": 1}}'
+                    ']}')
+    result = traceduck.ingest(path, store=store)[0]
+    assert _times(store, "ints") == [
+        ("epoch", 1661203462817620000, 7000),
+        ("edge", 9223372036854775000, 0),
+        ("over", None, 1000),
+    ]
+    assert result.warnings["ts beyond the int64 nanosecond range (kept in extra)"] == 1

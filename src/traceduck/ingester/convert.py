@@ -32,6 +32,8 @@ CORE_KEYS = frozenset(("ph", "cat", "name", "pid", "tid", "ts", "dur", "args"))
 _EXACT_FLOAT_LIMIT = float(1 << 43)
 _INT64_MIN = -(1 << 63)
 _INT64_MAX = (1 << 63) - 1
+# Integer microseconds (older exporters) whose nanoseconds fit int64.
+_INT_US_LIMIT = _INT64_MAX // 1000
 PART_COMPRESSION = "none"  # parts are read once, right away
 BIG_INT = "integer beyond int64 (kept as text)"
 # orjson reads integers beyond 64 bits as doubles: a double this large in an arg may be one,
@@ -222,6 +224,7 @@ class ChunkConverter:
         groups = self.arg_groups
         core = CORE_KEYS
         lim = _EXACT_FLOAT_LIMIT
+        ilim = _INT_US_LIMIT
         start = len(ev["phase"])
         for n, e in enumerate(events):
             if e.__class__ is not dict:
@@ -234,7 +237,10 @@ class ChunkConverter:
             ts = e.get("ts")
             dur = e.get("dur")
             a = e.get("args")
-            # Fast path: the shapes every exporter writes. Anything else goes through _careful.
+            ts_c = ts.__class__
+            dur_c = dur.__class__
+            # Fast path: the shapes every exporter writes (ts/dur as floats, or as integers in
+            # older traces). Anything else goes through _careful.
             if (
                 e.keys() <= core
                 and (ph.__class__ is str or ph is None)
@@ -242,8 +248,8 @@ class ChunkConverter:
                 and (name.__class__ is str or name is None)
                 and (pid.__class__ is int or pid.__class__ is str)
                 and (tid.__class__ is int or tid.__class__ is str)
-                and ts.__class__ is float and -lim < ts < lim
-                and ((dur.__class__ is float and -lim < dur < lim) or dur is None)
+                and ((ts_c is float and -lim < ts < lim) or (ts_c is int and -ilim < ts < ilim))
+                and ((dur_c is float and -lim < dur < lim) or (dur_c is int and -ilim < dur < ilim) or dur is None)
                 and ((a.__class__ is dict and a) or a is None)
             ):
                 c_phase(ph)
@@ -263,9 +269,14 @@ class ChunkConverter:
                     c_tidt(True)
                 # Exact ns from a double below 2**43 us: split off the integer part first, so the
                 # only rounding is the text -> double one (under 0.5 ns).
-                q = int(ts)
-                c_ts(q * 1000 + round((ts - q) * 1000))
-                if dur is not None:
+                if ts_c is int:
+                    c_ts(ts * 1000)
+                else:
+                    q = int(ts)
+                    c_ts(q * 1000 + round((ts - q) * 1000))
+                if dur_c is int:
+                    c_dur(dur * 1000)
+                elif dur is not None:
                     q = int(dur)
                     c_dur(q * 1000 + round((dur - q) * 1000))
                 else:
