@@ -12,20 +12,21 @@
 WITH sel AS (SELECT run_id FROM report_runs),
 step_stats AS (
   SELECT run_id, count(*) AS n_steps, avg(dur_ns) AS avg_step_ns FROM steps WHERE run_id IN (SELECT run_id FROM sel) GROUP BY 1
-), cpu_tot AS (
-  SELECT run_id, sum(self_dur_ns) AS self_ns FROM cpu_ops WHERE run_id IN (SELECT run_id FROM sel) GROUP BY 1
-), gpu_tot AS (
-  SELECT run_id, sum(dur_ns) AS kernel_ns, count(*) AS kernels,
-         sum(dur_ns) FILTER (WHERE is_graph_launched) AS graph_ns, count(*) FILTER (WHERE is_graph_launched) AS graph_kernels
-  FROM device_work(['kernel']) WHERE run_id IN (SELECT run_id FROM sel) GROUP BY 1
 ), ops AS (
   SELECT run_id, name, count(*) AS calls, sum(self_dur_ns) AS self_ns,
          row_number() OVER (PARTITION BY run_id ORDER BY sum(self_dur_ns) DESC, name) AS rank
   FROM cpu_ops WHERE run_id IN (SELECT run_id FROM sel) GROUP BY 1, 2
+), cpu_tot AS (
+  SELECT run_id, sum(self_ns) AS self_ns FROM ops GROUP BY 1
 ), kernels AS (
   SELECT run_id, name, count(*) AS calls, sum(dur_ns) AS dur_ns,
+         sum(dur_ns) FILTER (WHERE is_graph_launched) AS graph_ns, count(*) FILTER (WHERE is_graph_launched) AS graph_kernels,
          row_number() OVER (PARTITION BY run_id ORDER BY sum(dur_ns) DESC, name) AS rank
   FROM device_work(['kernel']) WHERE run_id IN (SELECT run_id FROM sel) GROUP BY 1, 2
+), gpu_tot AS (
+  SELECT run_id, sum(dur_ns) AS kernel_ns, sum(calls) AS kernels, sum(graph_ns) AS graph_ns,
+         sum(graph_kernels) AS graph_kernels
+  FROM kernels GROUP BY 1
 ), copies AS (
   SELECT run_id, call_site, op_name, dims, src_dtype, dst_dtype, count(*) AS calls, count(step) AS calls_in_steps,
          max(bytes) AS bytes_per_call, sum(bytes) AS total_bytes, sum(dur_ns) AS dur_ns,
