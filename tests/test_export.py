@@ -188,12 +188,17 @@ def test_step_export_is_exactly_the_step_and_reingests(gpu_run, tmp_path, capsys
     assert linked == [(len(kernels),)]
 
 
-def test_time_range_export(gpu_run, tmp_path, capsys):
+def busy_window(gpu_run):
+    """The events (plain json) of a busy time range of the GPU run, and that range."""
     store, run_id, doc = gpu_run
     evs = trace_events(doc)
     base = doc.get("baseTimeNanoseconds", 0)
     start, end = busy_range(evs, base)
-    picked = range_events(evs, base, start, end)
+    return store, run_id, doc, evs, start, end, range_events(evs, base, start, end)
+
+
+def test_time_range_export(gpu_run, tmp_path, capsys):
+    store, run_id, doc, evs, start, end, picked = busy_window(gpu_run)
     assert {evs[i].get("cat") for i in picked} >= {"cpu_op", "cuda_runtime", "kernel"}
     expected = with_context(evs, picked)
     out = tmp_path / "range.json.gz"
@@ -204,11 +209,7 @@ def test_time_range_export(gpu_run, tmp_path, capsys):
 
 
 def test_max_events_keeps_the_earliest(gpu_run, tmp_path, capsys):
-    store, run_id, doc = gpu_run
-    evs = trace_events(doc)
-    base = doc.get("baseTimeNanoseconds", 0)
-    start, end = busy_range(evs, base)
-    window = range_events(evs, base, start, end)
+    store, run_id, doc, evs, start, end, window = busy_window(gpu_run)
     assert len(window) > 40
     first = set(sorted(window, key=lambda i: (ns(evs[i]["ts"]), i))[:40])
     expected = with_context(evs, first)

@@ -25,8 +25,11 @@ from ..dtypes import DTYPES, DType
 from .frames import StackInterner
 from .repair import NAN_OR_INFINITY, repair_text
 
-_BUILT_BY_ADD = ("phase", "category", "name", "pid", "tid", "pid_is_text", "tid_is_text", "ts_ns", "dur_ns", "extra")
+_BUILT_BY_ADD = ("phase", "category", "name", "pid", "tid", "pid_is_text", "tid_is_text", "ts_ns", "dur_ns", "extra",
+                 "flow_id")
 CORE_KEYS = frozenset(("ph", "cat", "name", "pid", "tid", "ts", "dur", "args"))
+# Flow events (`s`/`t`/`f`) add these; they stay in `extra` (for export), the id also in flow_id.
+_FLOW_KEYS = CORE_KEYS | {"id", "bp"}
 # Doubles below 2**43 us are within 0.5 ns of their 3-decimal text, so integer ns can be
 # recovered from them; larger ones (epoch microseconds as floats) are re-read from their text.
 _EXACT_FLOAT_LIMIT = float(1 << 43)
@@ -221,8 +224,10 @@ class ChunkConverter:
         c_pid, c_tid = ev["pid"].append, ev["tid"].append
         c_pidt, c_tidt = ev["pid_is_text"].append, ev["tid_is_text"].append
         c_ts, c_dur, c_extra = ev["ts_ns"].append, ev["dur_ns"].append, ev["extra"].append
+        c_flow = ev["flow_id"].append
         groups = self.arg_groups
         core = CORE_KEYS
+        flow_keys = _FLOW_KEYS
         lim = _EXACT_FLOAT_LIMIT
         ilim = _INT_US_LIMIT
         start = len(ev["phase"])
@@ -239,10 +244,13 @@ class ChunkConverter:
             a = e.get("args")
             ts_c = ts.__class__
             dur_c = dur.__class__
+            keys = e.keys()
+            plain = keys <= core
             # Fast path: the shapes every exporter writes (ts/dur as floats, or as integers in
-            # older traces). Anything else goes through _careful.
+            # older traces; flow events with an integer id). Anything else goes through _careful.
             if (
-                e.keys() <= core
+                (plain or (keys <= flow_keys and e.get("id").__class__ is int
+                           and _INT64_MIN <= e["id"] <= _INT64_MAX and e.get("bp", "").__class__ is str))
                 and (ph.__class__ is str or ph is None)
                 and (cat.__class__ is str or cat is None)
                 and (name.__class__ is str or name is None)
@@ -281,7 +289,12 @@ class ChunkConverter:
                     c_dur(q * 1000 + round((dur - q) * 1000))
                 else:
                     c_dur(None)
-                c_extra(None)
+                if plain:
+                    c_extra(None)
+                    c_flow(None)
+                else:
+                    c_extra(orjson.dumps({k: v for k, v in e.items() if k not in core}).decode())
+                    c_flow(e["id"])
                 if a is not None:
                     sig = tuple(a)
                     g = groups.get(sig)
@@ -343,6 +356,8 @@ class ChunkConverter:
         elif "args" in e:
             extra = self._odd(extra, "args", a)
         ev["extra"].append(dumps_json(extra) if extra is not None else None)
+        fid = e.get("id")
+        ev["flow_id"].append(fid if fid.__class__ is int and _INT64_MIN <= fid <= _INT64_MAX else None)
 
     def _odd(self, extra: dict | None, key: str, value: object) -> dict:
         """Keep a core field of unexpected type verbatim in `extra` (export restores it)."""
@@ -373,12 +388,6 @@ class ChunkConverter:
                         if v.__class__ is str and v:
                             stacks[i] = self.stacks.from_call_stack(v) or None
         ev["call_stack_id"] = stacks
-        flows = ev["flow_id"] = [None] * n
-        for i, x in enumerate(ev["extra"]):
-            if x is not None:
-                fid = orjson.loads(x).get("id") if x.startswith("{") else None
-                if fid.__class__ is int and _INT64_MIN <= fid <= _INT64_MAX:
-                    flows[i] = fid
 
     def write(self, out_dir: Path) -> ChunkResult:
         n = len(self.ev["phase"])
