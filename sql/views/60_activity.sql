@@ -16,7 +16,10 @@ UNION ALL
 SELECT run_id, 'gpu:' || coalesce(device::VARCHAR, '?'), device,
        CASE WHEN lower(category) IN ('gpu_memcpy', 'memcpy') THEN 'memcpy'
             WHEN lower(category) IN ('gpu_memset', 'memset') THEN 'memset'
-            WHEN regexp_matches(name, '(?i)(nccl|rccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|sendrecv|broadcast)')
+            -- the rule runs once per distinct kernel name, not once per kernel
+            WHEN name IN (SELECT name FROM events WHERE phase = 'X' AND lower(category) = 'kernel' GROUP BY name
+                          HAVING regexp_matches(any_value(name),
+                                 '(?i)(nccl|rccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|sendrecv|broadcast)'))
             THEN 'communication' ELSE 'compute' END,
        step, event_id, ts_ns, ts_ns + dur_ns
 FROM device_work(['kernel', 'gpu_memcpy', 'memcpy', 'gpu_memset', 'memset']);
