@@ -18,10 +18,11 @@ from .errors import InputError, TraceduckError
 from .export import Window, export as export_trace
 from .catalog_file import write_catalog
 from .diff import diff_runs
-from .render import Format, human_bytes, render
+from .render import PEOPLE, Format, View, escape, integral, render, render_batches
 from .shell import shell_command
 from .reports import Report, all_reports, get_report, run_report
 from .store import Store
+from .units import column_kind, size
 
 app = typer.Typer(
     add_completion=False,
@@ -35,7 +36,16 @@ app = typer.Typer(
 
 StoreOpt = typer.Option(None, "--store", "-s", help="Store directory [default: $TRACEDUCK_STORE, else ./traceduck.store].",
                         show_default=False)
-FormatOpt = typer.Option(Format.table, "--format", "-f", help="Output format.", case_sensitive=False)
+FormatOpt = typer.Option(Format.table, "--format", "-f", help="Output format: table and markdown for people (units, "
+                         "a row cap, the terminal's width), csv and json exact and complete.", case_sensitive=False)
+WideOpt = typer.Option(False, "--wide", help="Table: every column and whole cells, instead of fitting the terminal "
+                       "($COLUMNS) by shortening long text in the middle.")
+MAX_ROWS = 40
+
+
+def _max_rows_opt(what: str) -> typer.Option:
+    return typer.Option(MAX_ROWS, "--max-rows", min=0, help=f"Table and markdown: show at most N rows{what} and "
+                        "say how many more there were; 0 for all. csv and json give every row.")
 
 
 def _version(value: bool) -> None:
@@ -100,7 +110,7 @@ def ingest(
         events = sum(r.events for r in new)
         runs = ", ".join(f"{r.run_id} '{r.name}'" for r in new) or "no new runs"
         typer.echo(f"{events:,} events -> {runs} in {time.perf_counter() - started:.1f} s, "
-                   f"store {human_bytes(st.size_bytes())} ({st.path})")
+                   f"store {size(st.size_bytes())} ({st.path})")
 
 
 def _ingest_with_progress(files, store, name, labels, force, jobs, salvage):
@@ -127,7 +137,7 @@ def _ingest_with_progress(files, store, name, labels, force, jobs, salvage):
 
 
 @app.command()
-def runs(store: Optional[Path] = StoreOpt, format: Format = FormatOpt) -> None:
+def runs(store: Optional[Path] = StoreOpt, format: Format = FormatOpt, wide: bool = WideOpt) -> None:
     """List the runs in the store."""
     with open_store(store) as db:
         rows = db.runs()
@@ -136,7 +146,7 @@ def runs(store: Optional[Path] = StoreOpt, format: Format = FormatOpt) -> None:
     table = [(r["run_id"], r["name"], r["labels"], r["event_count"], r["rank"],
               None if r["start_ns"] is None else round((r["end_ns"] - r["start_ns"]) / 1e6, 3),
               r["ingested_at"], r["source_path"], bool(r.get("salvaged")), r.get("warnings") or {}) for r in rows]
-    render(columns, table, format, sys.stdout)
+    render(columns, table, format, sys.stdout, View(wide=wide))
 
 
 @app.command()
@@ -144,14 +154,20 @@ def sql(
     query: str = typer.Argument(..., help="SQL over the views runs, events, args, shapes, stacks.", show_default=False),
     store: Optional[Path] = StoreOpt,
     format: Format = FormatOpt,
+    max_rows: int = _max_rows_opt(""),
+    wide: bool = WideOpt,
 ) -> None:
-    """Run a SQL query over every run in the store (DuckDB dialect)."""
+    """Run a SQL query over every run in the store (DuckDB dialect). Rows stream: csv and json start at
+    once and hold one batch in memory."""
     with open_store(store) as db:
         rel = db.sql(query)
         if rel is None:
             return
-        columns, rows = db.fetch(rel)
-    render(columns, rows, format, sys.stdout)
+        result = db.stream(rel)
+        view = View(max_rows=max_rows, wide=wide)
+        if format in PEOPLE and "run_id" in result.columns and any(_is_instant(c) for c in result.columns):
+            view.run_starts = _run_starts(db)
+        render_batches(result.columns, result.batches, format, sys.stdout, view, result.nested)
 
 
 @app.command()
@@ -159,23 +175,24 @@ def schema(
     name: Optional[str] = typer.Argument(None, help="A table or view; omit to list them all.", show_default=False),
     store: Optional[Path] = StoreOpt,
     format: Format = FormatOpt,
+    wide: bool = WideOpt,
 ) -> None:
     """List the tables and views, or one's columns, with their documentation."""
     with open_store(store) as db:
         if name is None:
-            render(["name", "kind", "description"], db.relations(), format, sys.stdout)
+            render(["name", "kind", "description"], db.relations(), format, sys.stdout, View(wide=wide))
             return
         doc, columns = db.describe(name)
     if format == Format.table:
         typer.echo(f"{name}: {doc}")
-    render(["column", "type", "description"], columns, format, sys.stdout)
+    render(["column", "type", "description"], columns, format, sys.stdout, View(wide=wide))
 
 
 @app.command("reports")
-def list_reports(format: Format = FormatOpt) -> None:
+def list_reports(format: Format = FormatOpt, wide: bool = WideOpt) -> None:
     """List the canned reports."""
     rows = [(r.name, r.title, r.description) for r in all_reports().values()]
-    render(["report", "title", "description"], rows, format, sys.stdout)
+    render(["report", "title", "description"], rows, format, sys.stdout, View(wide=wide))
 
 
 @app.command(context_settings={"help_option_names": []})
@@ -186,6 +203,8 @@ def report(
     param: list[str] = typer.Option([], "--param", "-p", help="KEY=VALUE report parameter; repeatable."),
     limit: Optional[int] = typer.Option(None, "--limit", "-n", min=0, help="At most this many rows."),
     format: Format = FormatOpt,
+    max_rows: int = _max_rows_opt(" per run"),
+    wide: bool = WideOpt,
     help_: bool = typer.Option(False, "--help", "-h", help="Show this message, or a report's parameters and columns."),
 ) -> None:
     """Run a canned report. `traceduck report NAME --help` shows its parameters and columns."""
@@ -197,7 +216,20 @@ def report(
         return
     with open_store(store) as db:
         columns, rows = run_report(db, name, runs=run, params=param, limit=limit)
-    render(columns, rows, format, sys.stdout)
+        view = View(max_rows=max_rows, per_run=True, wide=wide)
+        if format in PEOPLE and any(_is_instant(c) for c in columns):
+            view.run_starts = _run_starts(db)
+            if "run_id" not in columns and rows:  # one run selected: its run columns were dropped
+                view.run_id = db.select_runs(run[0])[0] if run else next(iter(view.run_starts))
+    render(columns, rows, format, sys.stdout, view)
+
+
+def _is_instant(column: str) -> bool:
+    return column_kind(column)[0] == "timestamp"
+
+
+def _run_starts(db) -> dict[str, int]:
+    return {r["run_id"]: r["start_ns"] for r in db.runs()}
 
 
 def _command_help(command: str) -> str:
@@ -218,7 +250,8 @@ def report_help(r: Report) -> str:
         lines.append(f"  {p.name} ({p.type}, default {p.default!r}):{choices} {p.doc}")
     lines += ["", "Columns:"]
     lines += [f"  {c.name} ({c.type}): {c.doc}" for c in r.columns]
-    lines += ["", "Options: --store DIR, --run RUN (repeatable), --param KEY=VALUE, --limit N, --format table|csv|json|markdown"]
+    lines += ["", "Options: --store DIR, --run RUN (repeatable), --param KEY=VALUE, --limit N, --format table|csv|json|markdown, "
+              "--max-rows N, --wide"]
     return "\n".join(lines)
 
 
@@ -240,16 +273,20 @@ def diff(
     limit: Optional[int] = typer.Option(None, "--limit", "-n", min=0, help="At most this many rows."),
     store: Optional[Path] = StoreOpt,
     format: Format = FormatOpt,
+    max_rows: int = _max_rows_opt(""),
+    wide: bool = WideOpt,
 ) -> None:
     """Compare two runs group by group; biggest change first."""
     with open_store(store) as db:
         result = diff_runs(db, a, b, by=by.value, per_step=per_step, threshold_pct=threshold)
     rows = result.rows[:limit] if limit is not None else result.rows
-    if format in (Format.table, Format.markdown):
-        typer.echo(result.header())
+    if format in PEOPLE:
+        typer.echo(escape(result.header()))
     else:  # keep stdout machine-readable
-        typer.echo(result.header(), err=True)
-    render(result.columns, rows, format, sys.stdout)
+        typer.echo(escape(result.header()), err=True)
+    # calls and ns are whole numbers unless divided per step
+    rows = integral(result.columns, rows, [c for c in result.columns if c.endswith(("_calls", "_ns"))])
+    render(result.columns, rows, format, sys.stdout, View(max_rows=max_rows, wide=wide))
 
 
 @app.command()
@@ -330,7 +367,8 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         typer.echo("Interrupted.", err=True)
         sys.exit(130)
-    except BrokenPipeError:
+    except BrokenPipeError:  # the reader stopped (`| head`): quietly, also at exit's flush
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(0)
     except Exception as e:  # noqa: BLE001 - the last boundary: never a bare traceback
         if debug:

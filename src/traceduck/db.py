@@ -2,23 +2,37 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import re
 import threading
 import time
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import TypeVar
 
 import duckdb
 
 from . import reference
 from .catalog import Relation, documented_relations, tables, view_files
-from .errors import QueryError, RunSelectionError, StoreError
+from .errors import QueryError, RunSelectionError, StoreError, did_you_mean, with_suggestion
 from .store import Store
 
 
 # A query that finds a run's file gone (a run replaced without an atomic exchange) is retried
 # this many times, over a fresh list of the runs.
 LOST_FILE_RETRIES = 3
+LISTED = 10  # runs or labels named in an error before "and N more"
 T = TypeVar("T")
+
+
+@dataclass
+class Stream:
+    """A query's result read in batches of rows, the same Python values as `fetchall()`."""
+
+    columns: list[str]
+    nested: list[bool]  # which columns hold lists, maps or structs
+    batches: Iterator[list[tuple]]
 
 
 def _literal(text: str) -> str:
@@ -103,9 +117,9 @@ class Database:
                 again = True
                 time.sleep(0.01 * (attempt + 1))
 
-    def _lost_file(self, e: duckdb.Error) -> bool:
+    def _lost_file(self, e: Exception) -> bool:
         """A run's file vanished between listing and reading (its run was being replaced)."""
-        return isinstance(e, duckdb.IOException) and str(self.store.runs_dir) in str(e)
+        return isinstance(e, (duckdb.IOException, OSError)) and str(self.store.runs_dir) in str(e)
 
     def _comment(self, rel: Relation, kind: str) -> None:
         self.con.execute(f"COMMENT ON {kind} {rel.name} IS {_literal(rel.doc)}")
@@ -124,6 +138,28 @@ class Database:
         """Column names and rows of a relation; query errors become QueryError."""
         return self._retrying(lambda: (list(rel.columns), rel.fetchall()), refresh=False)
 
+    def stream(self, rel: duckdb.DuckDBPyRelation, batch_rows: int = 10_000) -> Stream:
+        """A relation's rows in batches through Arrow record batches: memory stays bounded by the
+        batch, whatever the result's size. Query errors, also those met mid-way, become QueryError."""
+        fixers = [_python_fixer(t) for t in rel.types]
+
+        def first():
+            reader = rel.to_arrow_reader(batch_rows)
+            return reader, next(reader, None)
+
+        reader, batch = self._retrying(first, refresh=False)
+
+        def batches() -> Iterator[list[tuple]]:
+            current = batch
+            while current is not None:
+                yield _rows(current, fixers)
+                try:
+                    current = next(reader, None)
+                except (duckdb.Error, OSError) as e:  # Arrow reports DuckDB's errors mid-stream as OSError
+                    raise query_error(e) from None
+
+        return Stream(list(rel.columns), [t.id in _NESTED for t in rel.types], batches())
+
     def _retrying(self, run: Callable[[], T], refresh: bool) -> T:
         """run(); again (over a fresh list of runs when `refresh`) while a run's file turns out
         gone mid-replace; any other DuckDB error becomes QueryError."""
@@ -133,10 +169,9 @@ class Database:
                 self._refresh(again=attempt > 0)
             try:
                 return run()
-            except duckdb.Error as e:
+            except (duckdb.Error, OSError) as e:
                 if attempt >= LOST_FILE_RETRIES or not self._lost_file(e):
-                    raise QueryError(_first_line(str(e)),
-                                     "Run `traceduck schema` to see the tables and columns") from None
+                    raise query_error(e) from None
             attempt += 1
             time.sleep(0.01 * attempt)
 
@@ -152,7 +187,8 @@ class Database:
         """(documentation, [(column, type, documentation)]) of one table or view, from DuckDB's catalog."""
         known = documented_relations()
         if name not in known:
-            raise RunSelectionError(f"no table or view named {name!r}", "Run `traceduck schema` to list them")
+            raise RunSelectionError(f"no table or view named {name!r}",
+                                    with_suggestion("Run `traceduck schema` to list them", name, known))
         rows = self.con.execute(
             "SELECT column_name, data_type, coalesce(comment, '') FROM duckdb_columns() "
             "WHERE table_name = ? AND schema_name = 'main' ORDER BY column_index", [name]).fetchall()
@@ -182,8 +218,10 @@ class Database:
             found = [r["run_id"] for r in runs if (r["labels"] or {}).get(key) == value]
             if not found:
                 labels = sorted({f"{k}={v}" for r in runs for k, v in (r["labels"] or {}).items()})
-                raise RunSelectionError(f"no run has label {key}={value}",
-                                        f"Labels in the store: {', '.join(labels[:10]) or 'none'}")
+                listed = ", ".join(labels[:LISTED]) or "none"
+                if len(labels) > LISTED:
+                    listed += f" and {len(labels) - LISTED:,} more"
+                raise RunSelectionError(f"no run has label {key}={value}", f"Labels in the store: {listed}")
             return found
         exact = [r["run_id"] for r in runs if r["run_id"] == selection]
         if exact:
@@ -194,8 +232,11 @@ class Database:
         if len(matches) == 1:
             return matches
         if not matches:
-            known = ", ".join(f"{r['run_id']} ({r['name']})" for r in runs[:10]) or "none"
-            raise RunSelectionError(f"no run matches {selection!r}", f"Runs in the store: {known}")
+            known = ", ".join(f"{r['run_id']} ({r['name']})" for r in runs[:LISTED]) or "none"
+            if len(runs) > LISTED:
+                known += f" and {len(runs) - LISTED:,} more (`traceduck runs` lists them)"
+            raise RunSelectionError(f"no run matches {selection!r}",
+                                    with_suggestion(f"Runs in the store: {known}", selection, (r["name"] for r in runs)))
         listed = ", ".join(f"{m} ({next(r['name'] for r in runs if r['run_id'] == m)})" for m in matches[:10])
         raise RunSelectionError(f"{selection!r} matches {len(matches)} runs: {listed}",
                                 "Use a run id or a longer run id prefix")
@@ -216,6 +257,66 @@ class Database:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+_UNKNOWN_COLUMN = re.compile(r'(?:Referenced column|column named) "([^"]+)"')
+
+
+def query_error(e: Exception) -> QueryError:
+    """DuckDB's error as one line; a misspelled column gets "Did you mean" when DuckDB offers no candidate."""
+    text = _first_line(str(e))
+    m = _UNKNOWN_COLUMN.search(text)
+    if m and "Candidate bindings" not in text and "Did you mean" not in text:
+        names = (c.name for rel in documented_relations().values() for c in rel.columns)
+        hint = did_you_mean(m[1], names, quote='"')
+        if hint:
+            text = f"{text.rstrip('.!')}! {hint}"
+    return QueryError(text, "Run `traceduck schema` to see the tables and columns")
+
+
+_NESTED = {"list", "array", "map", "struct", "union"}
+
+
+def _rows(batch, fixers: list) -> list[tuple]:
+    cols = []
+    for array, fix in zip(batch.columns, fixers):
+        values = array.to_pylist()
+        if fix is not None:
+            values = [None if v is None else fix(v) for v in values]
+        cols.append(values)
+    return list(zip(*cols))
+
+
+def _python_fixer(t: duckdb.sqltypes.DuckDBPyType) -> Callable[[object], object] | None:
+    """What turns Arrow's Python value of a DuckDB type into the one `fetchall()` gives (None: the same):
+    HUGEINT (a DECIMAL in Arrow) an int, MAP (pairs) a dict, INTERVAL a timedelta, UUID a UUID,
+    ARRAY a tuple."""
+    kind = t.id
+    if kind in ("hugeint", "uhugeint"):
+        return int
+    if kind == "uuid":
+        return uuid.UUID
+    if kind == "interval":
+        return lambda v: dt.timedelta(days=v.months * 30 + v.days, microseconds=v.nanoseconds // 1000)
+    if kind == "map":
+        key, value = (_python_fixer(c) for _, c in t.children)
+        return lambda v: {_fixed(key, k): _fixed(value, x) for k, x in v}
+    if kind == "array":  # fixed-size: a tuple
+        child = _python_fixer(t.children[0][1])
+        return lambda v: tuple(_fixed(child, x) for x in v)
+    if kind == "list":
+        child = _python_fixer(t.children[0][1])
+        return None if child is None else (lambda v: [_fixed(child, x) for x in v])
+    if kind == "struct":
+        fields = {name: _python_fixer(c) for name, c in t.children}
+        if not any(fields.values()):
+            return None
+        return lambda v: {k: _fixed(fields.get(k), x) for k, x in v.items()}
+    return None
+
+
+def _fixed(fix, v):
+    return v if fix is None or v is None else fix(v)
 
 
 def _first_line(text: str) -> str:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
+
 
 class TraceduckError(Exception):
     """Base class: a user-facing error with a one-line message and an optional hint."""
@@ -15,10 +18,28 @@ class TraceduckError(Exception):
         return self.one_line()
 
     def one_line(self) -> str:
-        text = self.message.rstrip(".") + "."
+        text = _sentence(self.message)
         if self.hint:
-            text += " " + self.hint.rstrip(".") + "."
+            text += " " + _sentence(self.hint)
         return " ".join(text.split("\n"))
+
+
+def _sentence(text: str) -> str:
+    text = text.rstrip(".")
+    return text if text.endswith(("?", "!")) else text + "."
+
+
+def did_you_mean(word: str, choices: Iterable[str], quote: str = "'") -> str:
+    """`Did you mean 'x'?` (up to three close matches), or "" when nothing is close."""
+    close = difflib.get_close_matches(word, list(dict.fromkeys(choices)), n=3, cutoff=0.6)
+    if not close:
+        return ""
+    return "Did you mean " + " or ".join(f"{quote}{c}{quote}" for c in close) + "?"
+
+
+def with_suggestion(hint: str, word: str, choices: Iterable[str]) -> str:
+    """A hint led by `Did you mean ...?` when a choice is close to the word."""
+    return " ".join(p for p in (did_you_mean(word, choices), hint) if p)
 
 
 class InputError(TraceduckError):

@@ -21,7 +21,7 @@ import duckdb
 
 from .catalog import Column, sql_dir
 from .db import Database, _first_line
-from .errors import QueryError, RunSelectionError, TraceduckError
+from .errors import QueryError, RunSelectionError, TraceduckError, with_suggestion
 
 _PARAM = re.compile(r"^(\w+)\s+(\w+)\s*=\s*(.*?)\s*(?:\{([^}]*)\})?\s*--\s*(.+)$")
 _COLUMN = re.compile(r"^(\w+)\s+(.+?)\s*--\s*(.+)$")
@@ -106,7 +106,7 @@ def all_reports() -> dict[str, Report]:
 def get_report(name: str) -> Report:
     reports = all_reports()
     if name not in reports:
-        raise ReportError(f"no report named {name!r}", f"Reports: {', '.join(reports)}")
+        raise ReportError(f"no report named {name!r}", with_suggestion(f"Reports: {', '.join(reports)}", name, reports))
     return reports[name]
 
 
@@ -120,7 +120,8 @@ def parse_params(report: Report, pairs: list[str]) -> dict[str, object]:
             raise ReportError(f"--param {pair!r} is not KEY=VALUE")
         if key not in known:
             accepted = ", ".join(known) or "none"
-            raise ReportError(f"report {report.name} has no parameter {key!r}", f"Parameters: {accepted}")
+            raise ReportError(f"report {report.name} has no parameter {key!r}",
+                              with_suggestion(f"Parameters: {accepted}", key, known))
         values[key] = known[key].convert(text)
     return values
 
