@@ -275,6 +275,10 @@ def test_stream_gives_the_values_fetchall_gives(stores):
         assert result.nested == [False, False, True, True, True, False, False, False]
     assert got == expected
     assert [type(v) for v in got[0]] == [type(v) for v in expected[0]]
+    with traceduck.open(stores["many"]) as db:
+        batches = list(db.stream(db.sql(q), batch_rows=4096).batches)
+    assert sum(len(b) for b in batches) == 25_000  # counted without making Python values
+    assert batches[1][:3] == expected[len(batches[0]):len(batches[0]) + 3]
 
 
 def test_sql_error_met_while_streaming_is_one_line(stores, capsys, monkeypatch):

@@ -7,7 +7,7 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -32,7 +32,34 @@ class Stream:
 
     columns: list[str]
     nested: list[bool]  # which columns hold lists, maps or structs
-    batches: Iterator[list[tuple]]
+    batches: Iterator[Sequence[tuple]]
+
+
+class Batch(Sequence):
+    """One record batch's rows, made Python values only when read: counting rows costs nothing."""
+
+    def __init__(self, batch, fixers: list) -> None:
+        self._batch = batch
+        self._fixers = fixers
+        self._rows: list[tuple] | None = None
+
+    def __len__(self) -> int:
+        return self._batch.num_rows
+
+    def __getitem__(self, i):
+        if isinstance(i, slice) and self._rows is None:
+            start, stop, step = i.indices(len(self))
+            if step == 1:  # only the rows asked for (a table's first rows)
+                return _rows(self._batch.slice(start, max(0, stop - start)), self._fixers)
+        return self._all()[i]
+
+    def __iter__(self) -> Iterator[tuple]:
+        return iter(self._all())
+
+    def _all(self) -> list[tuple]:
+        if self._rows is None:
+            self._rows = _rows(self._batch, self._fixers)
+        return self._rows
 
 
 def _literal(text: str) -> str:
@@ -149,10 +176,10 @@ class Database:
 
         reader, batch = self._retrying(first, refresh=False)
 
-        def batches() -> Iterator[list[tuple]]:
+        def batches() -> Iterator[Batch]:
             current = batch
             while current is not None:
-                yield _rows(current, fixers)
+                yield Batch(current, fixers)
                 try:
                     current = next(reader, None)
                 except (duckdb.Error, OSError) as e:  # Arrow reports DuckDB's errors mid-stream as OSError

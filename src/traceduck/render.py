@@ -13,7 +13,7 @@ import textwrap
 import unicodedata
 import uuid
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import TextIO
@@ -76,7 +76,7 @@ def render(columns: list[str], rows: list[tuple], fmt: Format, out: TextIO, view
     render_batches(columns, [rows], fmt, out, view)
 
 
-def render_batches(columns: list[str], batches: Iterable[list[tuple]], fmt: Format, out: TextIO,
+def render_batches(columns: list[str], batches: Iterable[Sequence[tuple]], fmt: Format, out: TextIO,
                    view: View | None = None, nested: list[bool] | None = None) -> None:
     """Write batches of rows: csv and json every row as it comes (JSON is one array of row objects,
     lists stay arrays); table and markdown the first `view.max_rows` and how many more there were.
@@ -90,7 +90,7 @@ def render_batches(columns: list[str], batches: Iterable[list[tuple]], fmt: Form
         _write_people(columns, batches, fmt, out, view or View())
 
 
-def _write_json(columns: list[str], batches: Iterable[list[tuple]], out: TextIO) -> None:
+def _write_json(columns: list[str], batches: Iterable[Sequence[tuple]], out: TextIO) -> None:
     option = orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS
     first = True
     out.write("[")
@@ -104,7 +104,7 @@ def _write_json(columns: list[str], batches: Iterable[list[tuple]], out: TextIO)
     out.write("]\n" if first else "\n]\n")
 
 
-def _write_csv(columns: list[str], batches: Iterable[list[tuple]], out: TextIO, nested: list[bool] | None) -> None:
+def _write_csv(columns: list[str], batches: Iterable[Sequence[tuple]], out: TextIO, nested: list[bool] | None) -> None:
     w = csv.writer(out, lineterminator="\n")
     w.writerow(columns)
     unknown = set(range(len(columns))) if nested is None else set()
@@ -132,7 +132,7 @@ def _with_text(row: tuple, at: list[int]) -> list:
 
 # ---- for people -------------------------------------------------------------------------------------
 
-def _write_people(columns: list[str], batches: Iterable[list[tuple]], fmt: Format, out: TextIO, view: View) -> None:
+def _write_people(columns: list[str], batches: Iterable[Sequence[tuple]], fmt: Format, out: TextIO, view: View) -> None:
     limit = view.max_rows or None
     run_at = columns.index(RUN_ID) if RUN_ID in columns else None
     if view.per_run and run_at is not None and limit:
@@ -141,7 +141,7 @@ def _write_people(columns: list[str], batches: Iterable[list[tuple]], fmt: Forma
         notes = _per_run_note(columns, rows, run_at, cut)
         _emit(columns, shown, fmt, out, view, notes)
         return
-    it: Iterator[list[tuple]] = iter(batches)
+    it: Iterator[Sequence[tuple]] = iter(batches)
     shown: list[tuple] = []
     more = 0
     for batch in it:
