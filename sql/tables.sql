@@ -43,6 +43,8 @@ CREATE TABLE runs (
   events_key_index BIGINT,
   -- Number of pairs of events on one track that partially overlap (A.ts < B.ts < A.end < B.end).
   overlap_count BIGINT,
+  -- How many of those pairs include a CPU op (the rest are record_function annotations and Python frames, whose enter/exit calls interleave by design); an op that partially overlaps another event has a suspect nesting and self time.
+  op_overlap_count BIGINT,
   -- Counts of recoverable oddities seen while ingesting, by kind: repaired strings, odd field types, unknown phases or categories, missing ts/dur, integers beyond int64, overlaps, a salvage cut.
   warnings MAP(VARCHAR, BIGINT),
   -- True when the trace was truncated or damaged and `ingest --salvage` kept only the complete events before the cut.

@@ -35,13 +35,13 @@ def _nesting(store):
     with traceduck.open(store) as db:
         rows = db.sql("SELECT e.name, p.name, e.depth FROM events e LEFT JOIN events p "
                       "ON p.run_id = e.run_id AND p.event_id = e.parent_id ORDER BY e.event_id").fetchall()
-        overlap = db.sql("SELECT overlap_count, warnings FROM runs").fetchall()[0]
+        overlap = db.sql("SELECT overlap_count, warnings, op_overlap_count FROM runs").fetchall()[0]
     return {name: (parent, depth) for name, parent, depth in rows}, overlap
 
 
 def test_hand_made_nesting(tmp_path, store):
     traceduck.ingest(write_trace(tmp_path / "nest.json", EVENTS), store=store)
-    nesting, (overlap_count, warnings) = _nesting(store)
+    nesting, (overlap_count, warnings, op_overlap_count) = _nesting(store)
     assert nesting == {
         "P": (None, 0),
         "C1": ("P", 1),
@@ -58,34 +58,59 @@ def test_hand_made_nesting(tmp_path, store):
     }
     assert overlap_count == 1  # only (A, B): C ends inside A, E1/E2 start together, C2 ends with P
     assert warnings == {"partially overlapping event pairs": 1}
+    assert op_overlap_count == 1  # A and B are ops
 
 
-def _overlap_pairs(events) -> int:
-    """Pairs A.ts < B.ts < A.end < B.end on one track, counted directly."""
+def test_overlaps_that_touch_ops_are_counted_apart(tmp_path, store):
+    """record_function annotations and Python frames interleave by design; only pairs with an op
+    (cpu_op, or a legacy Operator without '#') count in op_overlap_count."""
+    events = [
+        X("frame", 0, 100, cat="python_function"),
+        X("annotation", 50, 100, cat="user_annotation"),  # frame/annotation: not an op pair
+        X("op", 120, 100),  # annotation/op: an op pair
+        X("ProfilerStep#1", 200, 100, cat="Operator"),  # op/legacy annotation: an op pair
+        X("frame2", 400, 100, cat="python_function", tid=2),
+        X("aten::mm", 450, 100, cat="Operator", tid=2),  # frame2/legacy op: an op pair
+    ]
+    traceduck.ingest(write_trace(tmp_path / "t.json", events), store=store)
+    _, (overlap_count, warnings, op_overlap_count) = _nesting(store)
+    assert (overlap_count, op_overlap_count) == (_overlap_pairs(events), _overlap_pairs(events, ops_only=True)) == (4, 3)
+    assert warnings == {"partially overlapping event pairs": 4}
+
+
+def _overlap_pairs(events, ops_only: bool = False) -> int:
+    """Pairs A.ts < B.ts < A.end < B.end on one track, counted directly; with ops_only, the pairs
+    where A or B is a CPU op (cpu_op, or Operator without '#')."""
     device = {"kernel", "gpu_memcpy", "gpu_memset", "gpu_user_annotation", "memcpy", "memset"}
     tracks = defaultdict(list)
     for e in events:
         if e.get("ph") in ("X", "i", "I") and "ts" in e:
             ts = int(Decimal(e["ts"]) * 1000)
             end = ts + max(int(Decimal(e.get("dur", 0)) * 1000), 0)
-            tracks[((e.get("cat") or "").lower() in device, str(e.get("pid")), str(e.get("tid")))].append((ts, end))
+            is_op = e.get("cat") == "cpu_op" or (e.get("cat") == "Operator" and "#" not in e["name"])
+            tracks[((e.get("cat") or "").lower() in device, str(e.get("pid")), str(e.get("tid")))].append((ts, end, is_op))
     total = 0
     for spans in tracks.values():
         spans.sort()
-        starts = [s for s, _ in spans]
-        for a_ts, a_end in spans:
+        starts = [s for s, _, _ in spans]
+        for a_ts, a_end, a_op in spans:
             lo, hi = bisect.bisect_right(starts, a_ts), bisect.bisect_left(starts, a_end)
-            total += sum(1 for b_ts, b_end in spans[lo:hi] if a_ts < b_ts < a_end < b_end)
+            total += sum(1 for b_ts, b_end, b_op in spans[lo:hi]
+                         if a_ts < b_ts < a_end < b_end and (a_op or b_op or not ops_only))
     return total
 
 
 def test_overlap_count_on_shared_traces(store):
-    for rel in ("cpu/full.json", "cpu/train.json.gz", "cpu/pyexport.json"):
+    found = {}
+    for rel in ("cpu/full.json", "cpu/train.json.gz", "cpu/pyexport.json",
+                "public/AMD-AGI__TraceLens/tests/traces/b200/eager_trace.json.gz"):
         path = shared_dir() / rel
-        expected = _overlap_pairs(trace_events(load_json(path)))
+        events = trace_events(load_json(path))
         result = traceduck.ingest(path, store=store)[0]
-        assert result.overlap_count == expected, rel
-    assert expected > 0
+        found[rel] = (result.overlap_count, result.op_overlap_count)
+        assert found[rel] == (_overlap_pairs(events), _overlap_pairs(events, ops_only=True)), rel
+    assert found["cpu/full.json"][0] > 0 and found["cpu/full.json"][1] == 0  # annotations and frames only
+    assert found["public/AMD-AGI__TraceLens/tests/traces/b200/eager_trace.json.gz"][1] > 0
 
 
 def test_every_cpu_op_in_full_nests_under_a_python_frame(store):

@@ -126,23 +126,58 @@ def parse_params(report: Report, pairs: list[str]) -> dict[str, object]:
     return values
 
 
+def report_run_ids(db: Database, runs: list[str] | None = None) -> list[str]:
+    """The runs a report covers, in the order its rows come: the order of the selections given
+    (a selection matching several runs, such as a label, lists them by name, then id), else every
+    run in the store by name, then id. Run ids are hashes: ordering by them would shuffle runs."""
+    names = {r["run_id"]: r["name"] or "" for r in db.runs()}
+
+    def by_name(run_id: str) -> tuple[str, str]:
+        return names.get(run_id, ""), run_id
+
+    if runs:
+        ids = [rid for r in runs for rid in sorted(db.select_runs(r), key=by_name)]
+    else:
+        ids = sorted(names, key=by_name)
+    return list(dict.fromkeys(ids))
+
+
+def order_by_run(columns: list[str], rows: list[tuple], run_ids: list[str],
+                 limit: int | None = None) -> list[tuple]:
+    """Rows grouped by run in the order of `run_ids`, each run's rows in the report's own order,
+    and at most `limit` rows per run. Rows of a run not in `run_ids` (or without one) come last."""
+    if "run_id" not in columns:
+        return rows if limit is None else rows[:limit]
+    at = columns.index("run_id")
+    position = {rid: i for i, rid in enumerate(run_ids)}
+    ordered = sorted(rows, key=lambda row: position.get(row[at], len(position)))  # stable: keeps the report's order
+    if limit is None:
+        return ordered
+    kept: dict[object, int] = {}
+    out = []
+    for row in ordered:
+        n = kept.get(row[at], 0)
+        if n < limit:
+            out.append(row)
+            kept[row[at]] = n + 1
+    return out
+
+
 def run_report(db: Database, name: str, runs: list[str] | None = None, params: list[str] | None = None,
                limit: int | None = None, keep_run_columns: bool | None = None) -> tuple[list[str], list[tuple]]:
     """Run a report over the selected runs (all runs by default): (columns, rows).
 
-    run_id/run_name columns are dropped when the selection is a single run, unless asked to keep them.
+    Runs come in the order of `report_run_ids`; `limit` keeps that many rows per run. run_id/run_name
+    columns are dropped when the selection is a single run, unless asked to keep them.
     """
     report = get_report(name)
     values = parse_params(report, params or [])
-    run_ids = [rid for r in runs for rid in db.select_runs(r)] if runs else [r["run_id"] for r in db.runs()]
-    run_ids = list(dict.fromkeys(run_ids))
+    run_ids = report_run_ids(db, runs)
     scoped = db.scoped(run_ids) if runs else None  # read only the selected runs' files
     cur = (scoped or db).con.cursor()
     try:
         cur.execute("CREATE OR REPLACE TEMP TABLE report_runs AS SELECT unnest(?::VARCHAR[]) AS run_id", [run_ids])
         sql = report.sql.rstrip().rstrip(";")
-        if limit is not None:
-            sql = f"SELECT * FROM ({sql}) LIMIT {int(limit)}"
         bound = {k: v for k, v in values.items() if f"${k}" in report.sql}
         result = cur.execute(sql, bound)
         columns = [d[0] for d in result.description]
@@ -153,6 +188,7 @@ def run_report(db: Database, name: str, runs: list[str] | None = None, params: l
         cur.close()
         if scoped is not None:
             scoped.close()
+    rows = order_by_run(columns, rows, run_ids, None if limit is None else int(limit))
     keep = keep_run_columns if keep_run_columns is not None else len(run_ids) != 1
     if not keep:
         idx = [i for i, c in enumerate(columns) if c not in RUN_COLUMNS]
@@ -161,4 +197,4 @@ def run_report(db: Database, name: str, runs: list[str] | None = None, params: l
     return columns, rows
 
 
-__all__ = ["Report", "ReportError", "all_reports", "get_report", "run_report", "RunSelectionError"]
+__all__ = ["Report", "ReportError", "all_reports", "get_report", "report_run_ids", "run_report", "RunSelectionError"]

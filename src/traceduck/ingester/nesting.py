@@ -4,7 +4,9 @@ Events of one track (pid, tid; device tracks apart from CPU threads) are visited
 order, longer first on equal start. A stack holds the open events; an event's parent is the
 innermost open event that contains it. An event that starts inside another but ends after it
 (partial overlap) is counted, and the event it overlaps is closed early: later events inside
-both are children of the one that started last.
+both are children of the one that started last. Overlaps where either event is a CPU op are
+counted apart: record_function annotations and Python frames overlap each other by design (their
+enter/exit calls interleave), while an op that overlaps makes its self time and nesting suspect.
 
 Rows arrive in batches (the whole run never sits in Python lists at once); results are
 scattered into arrays indexed by event id.
@@ -31,10 +33,12 @@ class Nester:
         self.top_op = np.full(total_events, -1, dtype=ids)
         self.child_ns = np.zeros(total_events, dtype=np.int64)  # summed duration of direct children
         self.overlap_count = 0
+        self.op_overlap_count = 0  # the overlaps where either event is a CPU op
         self.stacks = stacks
         # (end, event_id, depth, python stack, innermost cpu op, outermost cpu op); -1 = no op
         self._open: list[tuple[int, int, int, int, int, int]] = []
-        self._closed_early: list[int] = []  # ends of open events closed by a partial overlap
+        # (end, is_op) of open events closed by a partial overlap
+        self._closed_early: list[tuple[int, bool]] = []
         self._track: int | None = None
 
     def feed(self, track: list[int], event_id: list[int], ts: list[int], end: list[int],
@@ -50,7 +54,7 @@ class Nester:
         open_ = self._open
         closed_early = self._closed_early
         current = self._track
-        overlaps = 0
+        overlaps = op_overlaps = 0
         push_frame = self.stacks.push
         for i in range(n):
             t = ts[i]
@@ -65,11 +69,13 @@ class Nester:
                 k = len(open_) - 1
                 while k > 0 and open_[k - 1][0] < e:
                     k -= 1
-                closed_early.extend(entry[0] for entry in open_[k:])
+                closed_early.extend((entry[0], entry[4] == entry[1]) for entry in open_[k:])
                 del open_[k:]
             if closed_early:
-                closed_early[:] = [x for x in closed_early if x > t]
-                overlaps += sum(1 for x in closed_early if x < e)
+                closed_early[:] = [x for x in closed_early if x[0] > t]
+                hit = [x_op for x, x_op in closed_early if x < e]
+                overlaps += len(hit)
+                op_overlaps += len(hit) if is_op[i] else sum(hit)
             if open_:
                 _, p_id, p_depth, p_stack, op, top = open_[-1]
                 parent_out[i] = p_id
@@ -97,6 +103,7 @@ class Nester:
             open_.append((e, event_id[i], d, node, op, top))
         self._track = current
         self.overlap_count += overlaps
+        self.op_overlap_count += op_overlaps
         ids = np.asarray(event_id, dtype=np.int64)
         self.parent[ids] = parent_out
         self.depth[ids] = depth_out

@@ -89,6 +89,7 @@ class IngestResult:
     skipped: bool  # the same bytes were already in the store
     salvaged: bool = False  # the trace was cut (truncated or damaged); the events before the cut were kept
     overlap_count: int = 0
+    op_overlap_count: int = 0
     warnings: dict | None = None
     timings: dict | None = None
 
@@ -144,13 +145,13 @@ def ingest_file(path: Path, store: Store, name: str | None = None, labels: dict[
                              f"decompressed text, after {count:,} complete events)",
                              f"Re-run with --salvage to keep the {count:,} complete events")
         watch.lap("parse+convert")
-        count, overlaps, warnings = _merge(path, tmp, parts, layout, results, run_id, jobs, watch)
+        count, overlaps, op_overlaps, warnings = _merge(path, tmp, parts, layout, results, run_id, jobs, watch)
         warnings.update(read_warnings)
         if cut is not None:
             warnings[f"salvaged: {cut.what} at byte {cut.offset:,}; complete events kept"] = count
         seconds = time.perf_counter() - started
         _write_run_row(tmp, path, run_id, name, labels or {}, layout, count, overlaps, dict(warnings), seconds,
-                       salvaged=cut is not None)
+                       salvaged=cut is not None, op_overlaps=op_overlaps)
         store.discard(parts)
         published = store.publish(tmp, run_id, replace=force)
     except BaseException:
@@ -158,8 +159,8 @@ def ingest_file(path: Path, store: Store, name: str | None = None, labels: dict[
         raise
     watch.lap("publish")
     return IngestResult(run_id, name, path, count, time.perf_counter() - started, skipped=not published,
-                        salvaged=cut is not None, overlap_count=overlaps, warnings=dict(warnings),
-                        timings=watch.stages)
+                        salvaged=cut is not None, overlap_count=overlaps, op_overlap_count=op_overlaps,
+                        warnings=dict(warnings), timings=watch.stages)
 
 
 def _convert_fast(path: Path, parts: Path, jobs: int, progress: Progress | None
@@ -248,7 +249,7 @@ def _int_or_none(v: object) -> int | None:
 
 
 def _merge(path: Path, tmp: Path, parts: Path, layout: TraceLayout, results: list[ChunkResult],
-           run_id: str, jobs: int, watch: Stopwatch) -> tuple[int, int, dict]:
+           run_id: str, jobs: int, watch: Stopwatch) -> tuple[int, int, int, dict]:
     """Give events global ids, nest them, derive stacks, and write the run's final tables."""
     offsets = []
     total = 0
@@ -305,7 +306,7 @@ def _merge(path: Path, tmp: Path, parts: Path, layout: TraceLayout, results: lis
     finally:
         con.close()
         shutil.rmtree(tmp / "spill", ignore_errors=True)
-    return total, nester.overlap_count, warnings
+    return total, nester.overlap_count, nester.op_overlap_count, warnings
 
 
 def _event_warnings(con: duckdb.DuckDBPyConnection, parts: Path) -> Counter:
@@ -475,7 +476,8 @@ def _json_or_none(v: object) -> str | None:
 
 
 def _write_run_row(tmp: Path, path: Path, run_id: str, name: str, labels: dict[str, str], layout: TraceLayout,
-                   count: int, overlaps: int, warnings: dict, seconds: float, salvaged: bool = False) -> None:
+                   count: int, overlaps: int, warnings: dict, seconds: float, salvaged: bool = False,
+                   op_overlaps: int = 0) -> None:
     con = duckdb.connect()
     try:
         start, end = con.execute(
@@ -509,6 +511,7 @@ def _write_run_row(tmp: Path, path: Path, run_id: str, name: str, labels: dict[s
         "metadata_json": [json.dumps(meta, ensure_ascii=False, default=float)],
         "events_key_index": [layout.events_key_index],
         "overlap_count": [overlaps],
+        "op_overlap_count": [op_overlaps],
         "warnings": [sorted(warnings.items())],
         "salvaged": [salvaged],
         "ingested_at": [datetime.now(timezone.utc).replace(tzinfo=None)],
