@@ -1,20 +1,22 @@
 -- title: Compare two runs
--- description: Groups of A and B side by side (ops, kernels, call sites, op shapes or copies), with the change in time and a status, biggest change first.
+-- description: Groups of A and B side by side (ops, kernels, call sites, op shapes or copies), with the change in time and a status, biggest change first. Counts are whole calls; times are whole ns (per step: rounded to the nearest ns, halves away from zero).
 -- param: a VARCHAR = '' -- run id of A (the baseline)
 -- param: b VARCHAR = '' -- run id of B
 -- param: by VARCHAR = op {op|kernel|call_site|shape|copy} -- what to group by
--- param: per_step BOOLEAN = false -- divide calls and times by each run's number of profiler steps
+-- param: per_step BOOLEAN = false -- divide times by each run's number of profiler steps (a run without steps: its totals), rounded to the nearest ns
 -- param: threshold_pct DOUBLE = 5 -- changes within this percent of A's time are 'same'
 -- column: kind VARCHAR -- what the key is: op, kernel, call_site, shape or copy
 -- column: key VARCHAR -- the group: the op or kernel name itself, the call site, 'op [dims...]', or 'call_site | op [dims] src -> dst'
--- column: a_calls DOUBLE -- calls in A (per step with --per-step); for a call site, calls of its outermost ops
--- column: b_calls DOUBLE -- calls in B (per step with --per-step)
--- column: a_dur_ns DOUBLE -- summed inclusive dur_ns of the group's events in A, ns (per step with --per-step); for a call site, of its outermost ops only, so nested ops are not counted twice
--- column: b_dur_ns DOUBLE -- the same in B, ns
--- column: a_self_dur_ns DOUBLE -- summed self time in A where the group has one (ops, call sites, shapes, copies), ns
--- column: b_self_dur_ns DOUBLE -- the same in B, ns
--- column: delta_ns DOUBLE -- b_dur_ns - a_dur_ns
--- column: ratio DOUBLE -- b_dur_ns / a_dur_ns (NULL when A has none)
+-- column: a_calls BIGINT -- calls in A (totals, also with --per-step); for a call site, calls of its outermost ops
+-- column: b_calls BIGINT -- calls in B
+-- column: a_calls_per_step DOUBLE -- a_calls divided by A's number of profiler steps, 3 decimals (NULL when A has no steps)
+-- column: b_calls_per_step DOUBLE -- the same for B
+-- column: a_dur_ns BIGINT -- summed inclusive dur_ns of the group's events in A, ns (per step with --per-step); for a call site, of its outermost ops only, so nested ops are not counted twice
+-- column: b_dur_ns BIGINT -- the same in B, ns
+-- column: a_self_dur_ns BIGINT -- summed self time in A where the group has one (ops, call sites, shapes, copies), ns (per step with --per-step)
+-- column: b_self_dur_ns BIGINT -- the same in B, ns
+-- column: delta_ns BIGINT -- b_dur_ns - a_dur_ns
+-- column: ratio DOUBLE -- b_dur_ns / a_dur_ns, 4 decimals (NULL when A has none)
 -- column: status VARCHAR -- added, removed, faster, slower or same (within threshold_pct of A)
 WITH items AS (
   SELECT run_id, 'op' AS kind, name AS key, dur_ns, self_dur_ns FROM cpu_ops WHERE $by = 'op'
@@ -35,22 +37,30 @@ WITH items AS (
          || ' ' || coalesce(src_dtype, '?') || ' -> ' || coalesce(dst_dtype, '?'), dur_ns, self_dur_ns
   FROM tensor_copies WHERE $by = 'copy' AND is_outermost
 ), steps_per_run AS (
-  SELECT run_id, CASE WHEN $per_step THEN greatest(count(*), 1) ELSE 1 END AS n FROM steps GROUP BY run_id
-), agg AS (
-  SELECT i.run_id, i.kind, i.key, count(i.dur_ns) / any_value(coalesce(s.n, 1)) AS calls,
-         sum(i.dur_ns) / any_value(coalesce(s.n, 1)) AS dur_ns, sum(i.self_dur_ns) / any_value(coalesce(s.n, 1)) AS self_dur_ns
+  SELECT run_id, count(*) AS steps FROM steps WHERE run_id IN ($a, $b) GROUP BY run_id
+), sums AS (
+  SELECT i.run_id, i.kind, i.key, count(i.dur_ns) AS calls, sum(i.dur_ns) AS dur_ns, sum(i.self_dur_ns) AS self_dur_ns,
+         any_value(s.steps) AS steps, CASE WHEN $per_step THEN coalesce(any_value(s.steps), 1) ELSE 1 END AS n
   FROM items i LEFT JOIN steps_per_run s USING (run_id)
   WHERE i.run_id IN ($a, $b)
   GROUP BY i.run_id, i.kind, i.key
+), agg AS (
+  -- sums divided by n in integers, rounded half away from zero: exact for any sum
+  SELECT run_id, kind, key, calls, round(calls / steps, 3) AS calls_per_step,
+         (sign(dur_ns) * ((abs(dur_ns) + n // 2) // n))::BIGINT AS dur_ns,
+         (sign(self_dur_ns) * ((abs(self_dur_ns) + n // 2) // n))::BIGINT AS self_dur_ns
+  FROM sums
 ), joined AS (
   SELECT coalesce(a.kind, b.kind) AS kind, coalesce(a.key, b.key) AS key,
          coalesce(a.calls, 0) AS a_calls, coalesce(b.calls, 0) AS b_calls,
+         CASE WHEN a.run_id IS NULL THEN (SELECT 0.0 FROM steps_per_run WHERE run_id = $a) ELSE a.calls_per_step END AS a_calls_per_step,
+         CASE WHEN b.run_id IS NULL THEN (SELECT 0.0 FROM steps_per_run WHERE run_id = $b) ELSE b.calls_per_step END AS b_calls_per_step,
          coalesce(a.dur_ns, 0) AS a_dur_ns, coalesce(b.dur_ns, 0) AS b_dur_ns,
          a.self_dur_ns AS a_self_dur_ns, b.self_dur_ns AS b_self_dur_ns
   FROM (SELECT * FROM agg WHERE run_id = $a) a
   FULL OUTER JOIN (SELECT * FROM agg WHERE run_id = $b) b ON a.kind = b.kind AND a.key = b.key
 )
-SELECT kind, key, a_calls, b_calls, a_dur_ns, b_dur_ns, a_self_dur_ns, b_self_dur_ns,
+SELECT kind, key, a_calls, b_calls, a_calls_per_step, b_calls_per_step, a_dur_ns, b_dur_ns, a_self_dur_ns, b_self_dur_ns,
        b_dur_ns - a_dur_ns AS delta_ns,
        round(b_dur_ns / nullif(a_dur_ns, 0), 4) AS ratio,
        CASE WHEN a_calls = 0 THEN 'added'

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import subprocess
 import sys
 from collections import Counter, defaultdict
@@ -22,6 +23,12 @@ RANKS_DIR = "public/facebookresearch__HolisticTraceAnalysis/tests/data/trace_fil
 
 def ns(v) -> int:
     return int(Decimal(v) * 1000)
+
+
+def per_step(total: int, steps: int) -> int:
+    """total / steps rounded to the nearest integer, halves away from zero (diff's per-step ns)."""
+    q, r = divmod(abs(total), steps)
+    return (1 if total >= 0 else -1) * (q + (2 * r >= steps))
 
 
 def td(*args):
@@ -61,9 +68,10 @@ def test_diff_by_copy_per_step_marks_the_cast_removed(cpu_pair):
     whole = next(r for r in rows if "[65536, 1, 576] float8_e4m3fn -> bfloat16" in r["key"])
     assert whole["status"] == "removed"
     assert whole["key"].startswith("gen.py(77): _read_cache | aten::to ")
-    assert whole["a_calls"] == len(casts) / steps == 4
-    assert whole["a_dur_ns"] == pytest.approx(sum(ns(e["dur"]) for e in casts) / steps)
-    assert whole["b_calls"] == 0
+    assert whole["a_calls"] == len(casts) == 12  # calls stay totals
+    assert whole["a_calls_per_step"] == len(casts) / steps == 4
+    assert whole["a_dur_ns"] == per_step(sum(ns(e["dur"]) for e in casts), steps)  # whole ns per step
+    assert (whole["b_calls"], whole["b_calls_per_step"]) == (0, 0)
     assert result.header().startswith("A: full ") and "ms/step (3 steps); B: fixed " in result.header()
 
 
@@ -84,17 +92,46 @@ def test_diff_by_call_site_counts_nested_ops_once(tmp_path):
 
         chosen = [o for f in frames for o in ops if inside(o, f)
                   and not any(p is not o and inside(o, p) and inside(p, f) for p in ops)]
-        return len(chosen) / steps, sum(ns(o["dur"]) for o in chosen) / steps
+        return len(chosen), steps, sum(ns(o["dur"]) for o in chosen)
 
     with traceduck.open(store) as db:
         result = diff_runs(db, "buggy", "fixed", by="call_site", per_step=True)
     row = next(dict(zip(result.columns, r)) for r in result.rows if r[1].endswith(": _read_cache"))
-    a_calls, a_dur = outermost_ops_in_read_cache("buggy")
-    b_calls, b_dur = outermost_ops_in_read_cache("fixed")
-    assert a_calls == 4  # per step: two slices and two casts (K and V)
+    a_calls, a_steps, a_dur = outermost_ops_in_read_cache("buggy")
+    b_calls, b_steps, b_dur = outermost_ops_in_read_cache("fixed")
+    assert a_calls / a_steps == 4  # per step: two slices and two casts (K and V)
     assert (row["a_calls"], row["b_calls"]) == (a_calls, b_calls)
-    assert row["a_dur_ns"] == pytest.approx(a_dur) and row["b_dur_ns"] == pytest.approx(b_dur)
+    assert (row["a_calls_per_step"], row["b_calls_per_step"]) == (round(a_calls / a_steps, 3), round(b_calls / b_steps, 3))
+    assert (row["a_dur_ns"], row["b_dur_ns"]) == (per_step(a_dur, a_steps), per_step(b_dur, b_steps))
+    assert row["delta_ns"] == row["b_dur_ns"] - row["a_dur_ns"]
     assert row["a_self_dur_ns"] < row["a_dur_ns"] * 1.01
+
+
+def test_diff_counts_and_ns_stay_integers(cpu_pair):
+    """Counts and ns are integers in every output, per step too (rounded to whole ns)."""
+    def ops(rel):
+        events = trace_events(load_json(shared_dir() / rel))
+        steps = sum(1 for e in events if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#"))
+        calls, dur = Counter(), Counter()
+        for e in events:
+            if e.get("cat") == "cpu_op":
+                calls[e["name"]] += 1
+                dur[e["name"]] += ns(e["dur"])
+        return calls, dur, steps
+
+    a_calls, a_dur, a_steps = ops("cpu/full.json")
+    b_calls, b_dur, b_steps = ops("cpu/fixed.json")
+    for flag, div in (([], lambda v, n: v), (["--per-step"], per_step)):
+        out = td("diff", "full", "fixed", "--store", cpu_pair, "-f", "json", *flag)
+        assert out.returncode == 0, out.stderr
+        assert not re.findall(r'"(?:[ab]_calls|[ab]_dur_ns|[ab]_self_dur_ns|delta_ns)": -?\d+\.', out.stdout)  # no 15.0
+        rows = {r["key"]: r for r in json.loads(out.stdout)}
+        assert set(rows) == set(a_calls) | set(b_calls)
+        for key, r in rows.items():
+            assert (r["a_calls"], r["b_calls"]) == (a_calls[key], b_calls[key])
+            assert (r["a_dur_ns"], r["b_dur_ns"]) == (div(a_dur[key], a_steps), div(b_dur[key], b_steps))
+            assert all(type(r[c]) is int for c in ("a_calls", "b_calls", "a_dur_ns", "b_dur_ns", "delta_ns"))
+            assert r["a_calls_per_step"] == round(a_calls[key] / a_steps, 3)
 
 
 def test_diff_cli_header_goes_to_stderr_for_json(cpu_pair):

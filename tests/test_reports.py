@@ -125,6 +125,40 @@ def test_top_ops_matches_key_averages(cpu_store):
     assert (by_site["name"], by_site["call_site"]) == ("aten::copy_", "gen.py(77): _read_cache")
 
 
+def _op_self_times(events) -> dict[int, int]:
+    """Self time of every cpu_op event (by index): dur minus direct children, nesting by a plain per-thread stack."""
+    by_tid = defaultdict(list)
+    for i, e in enumerate(events):
+        if e.get("ph") == "X" and "dur" in e and e.get("cat") in ("cpu_op", "user_annotation", "python_function"):
+            by_tid[e["tid"]].append((ns(e["ts"]), -ns(e["dur"]), i))
+    child = Counter()
+    for spans in by_tid.values():
+        stack = []
+        for ts, neg_dur, i in sorted(spans):
+            while stack and not (stack[-1][0] <= ts and ts - neg_dur <= stack[-1][1]):
+                stack.pop()
+            if stack:
+                child[stack[-1][2]] -= neg_dur
+            stack.append((ts, ts - neg_dur, i))
+    return {i: max(ns(e["dur"]) - child[i], 0) for i, e in enumerate(events) if e.get("cat") == "cpu_op"}
+
+
+def test_top_ops_by_name_fills_dims_and_call_site(cpu_store):
+    """Grouped by name, input_dims and call_site are those of the calls with the most self time."""
+    events = trace_events(load_json(shared_dir() / "cpu/nostack.json"))
+    by_dims = defaultdict(Counter)
+    for i, self_ns in _op_self_times(events).items():
+        by_dims[events[i]["name"]][json.dumps(events[i]["args"].get("Input Dims"))] += self_ns
+    rows = report(cpu_store, "top-ops", run="nostack", limit=5)
+    for r in rows:
+        dims, _ = by_dims[r["name"]].most_common(1)[0]
+        assert json.loads(r["input_dims"]) == json.loads(dims), r["name"]
+        assert r["call_site"] is None  # no Python stacks in this trace
+    top = report(cpu_store, "top-ops", run="full", limit=1)[0]
+    assert (top["name"], top["call_site"]) == ("aten::copy_", "gen.py(77): _read_cache")
+    assert json.loads(top["input_dims"]) == [[65536, 1, 576], [65536, 1, 576], []]
+
+
 def test_ops_by_shape_filters_and_lists_every_input(cpu_store):
     events = trace_events(load_json(shared_dir() / "cpu/full.json"))
     mms = Counter(json.dumps(e["args"]["Input Dims"]) for e in events if e.get("name") == "aten::mm")
@@ -155,6 +189,8 @@ def test_memory_peak_and_largest_allocation(cpu_store):
     assert largest[0]["bytes"] == max(a["Bytes"] for a in mem) == 75_497_472
     assert largest[0]["op_name"] == "aten::empty_strided"
     assert largest[0]["call_site"] == "gen.py(77): _read_cache"
+    start = _start_ns(load_json(shared_dir() / "cpu/full.json"))
+    assert all(r["rel_ts_ns"] == r["ts_ns"] - start >= 0 for r in rows)
 
 
 def test_overview_says_what_dominates(cpu_store):
@@ -210,21 +246,44 @@ def _union(intervals):
     return total
 
 
-def test_gpu_utilization_by_interval_union(gpu_store):
+def _start_ns(doc) -> int:
+    """The run's start as plain json sees it: the earliest event start, metadata excluded."""
+    base = int(doc.get("baseTimeNanoseconds", 0)) if isinstance(doc, dict) else 0
+    return min(base + ns(e["ts"]) for e in trace_events(doc) if e.get("ph") != "M" and "ts" in e)
+
+
+@pytest.mark.parametrize("trace", ["nccl", "amd", "graph"])
+def test_gpu_utilization_by_interval_union(gpu_store, trace):
+    """Both idle windows: the trace's span and the device's own first-to-last GPU event window
+    (HTA's and TraceLens's), each against the union of the device's kernels, memcpys and memsets."""
     store, ids, traces = gpu_store
-    events = trace_events(load_json(shared_dir() / traces["nccl"]))
+    doc = load_json(shared_dir() / traces[trace])
     per_device = defaultdict(list)
     comm = defaultdict(list)
-    for e in events:
+    starts, ends = [], []
+    base = int(doc.get("baseTimeNanoseconds", 0))
+    for e in trace_events(doc):
+        if e.get("ph") != "M" and "ts" in e:
+            starts.append(base + ns(e["ts"]))
+            ends.append(base + ns(e["ts"]) + max(ns(e.get("dur", 0)), 0))
         if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"):
             iv = (ns(e["ts"]), ns(e["ts"]) + ns(e["dur"]))
-            per_device[e["args"]["device"]].append(iv)
+            per_device[e["args"].get("device", e["pid"])].append(iv)
             if e.get("cat") == "kernel" and "nccl" in e["name"].lower():
-                comm[e["args"]["device"]].append(iv)
-    rows = report(store, "gpu-utilization", run=ids["nccl"])
-    assert {r["device"]: r["busy_ns"] for r in rows} == {d: _union(v) for d, v in per_device.items()}
-    assert {r["device"]: r["communication_ns"] for r in rows} == {d: _union(comm.get(d, [])) for d in per_device}
-    assert all(r["idle_ns"] == r["span_ns"] - r["busy_ns"] for r in rows)
+                comm[e["args"].get("device", e["pid"])].append(iv)
+    span = max(ends) - min(starts)
+    window = {d: max(b for _, b in v) - min(a for a, _ in v) for d, v in per_device.items()}
+    busy = {d: _union(v) for d, v in per_device.items()}
+    rows = {r["device"]: r for r in report(store, "gpu-utilization", run=ids[trace])}
+    assert set(rows) == set(per_device)
+    for d, r in rows.items():
+        assert (r["busy_ns"], r["communication_ns"]) == (busy[d], _union(comm.get(d, [])))
+        assert (r["span_ns"], r["idle_ns"]) == (span, span - busy[d])
+        assert (r["gpu_window_ns"], r["gpu_window_idle_ns"]) == (window[d], window[d] - busy[d])
+        assert r["idle_pct"] == round(100 * (span - busy[d]) / span, 2)
+        assert r["gpu_window_idle_pct"] == round(100 * (window[d] - busy[d]) / window[d], 2)
+        assert r["gpu_window_busy_pct"] == round(100 * busy[d] / window[d], 2)
+        assert r["gpu_window_ns"] < r["span_ns"]
 
 
 def test_cuda_graphs_fan_out(gpu_store):
@@ -234,6 +293,8 @@ def test_cuda_graphs_fan_out(gpu_store):
     fan_out = Counter(e["args"]["correlation"] for e in events if e.get("cat") == "kernel" and e["args"].get("correlation") in graph_corr)
     rows = report(store, "cuda-graphs", run=ids["graph"])
     assert len(rows) == len(graph_corr)
+    start = _start_ns(load_json(shared_dir() / traces["graph"]))
+    assert all(r["rel_ts_ns"] == r["ts_ns"] - start >= 0 for r in rows)
     assert sorted(r["kernels"] for r in rows) == sorted([fan_out.get(c, 0) for c in graph_corr])
     overview = report(store, "overview", run=ids["graph"])
     assert any(r["item"] == "CUDA graphs" for r in overview)
@@ -299,7 +360,14 @@ def test_launch_overhead_counts(gpu_store):
                   and any(w in e["name"].lower() for w in ("launch", "memcpy", "memset"))}
     kernels = [e for e in events if e.get("cat") == "kernel" and e["args"].get("correlation") in launch_dur]
     short = sum(1 for k in kernels if ns(k["dur"]) < launch_dur[k["args"]["correlation"]])
+    launch_span = {e["args"]["correlation"]: (ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])) for e in events
+                   if e.get("cat") == "cuda_runtime" and e.get("args", {}).get("correlation") in launch_dur}
+    from_start = [ns(k["ts"]) - launch_span[k["args"]["correlation"]][0] for k in kernels]
+    from_end = [ns(k["ts"]) - launch_span[k["args"]["correlation"]][1] for k in kernels]
     rows = report(store, "launch-overhead", run=ids["amd"])
+    assert max(r["max_queue_delay_ns"] for r in rows) == max(from_start)
+    assert max(r["max_queue_delay_after_launch_ns"] for r in rows) == max(from_end)
+    assert all(r["avg_queue_delay_ns"] - r["avg_queue_delay_after_launch_ns"] > 0 for r in rows)  # the call's own time
     assert sum(r["kernels"] for r in rows) == len(kernels)
     assert sum(r["short_kernels"] for r in rows) == short
     assert sum(r["kernel_dur_ns"] for r in rows) == sum(ns(k["dur"]) for k in kernels)

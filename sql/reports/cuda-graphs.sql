@@ -3,7 +3,8 @@
 -- column: run_id VARCHAR -- the run
 -- column: run_name VARCHAR -- name of the run
 -- column: launch_event_id BIGINT -- the cudaGraphLaunch / hipGraphLaunch call
--- column: ts_ns BIGINT -- start of the launch call, ns
+-- column: ts_ns BIGINT -- start of the launch call, ns (absolute, as in events.ts_ns)
+-- column: rel_ts_ns BIGINT -- the same from the run's start (runs.start_ns), ns
 -- column: step BIGINT -- profiler step of the launch
 -- column: op_name VARCHAR -- CPU op around the launch call
 -- column: call_site VARCHAR -- innermost user frame of the launch's Python stack
@@ -13,7 +14,7 @@
 WITH totals AS (
   SELECT run_id, sum(dur_ns) AS total FROM gpu_kernels WHERE run_id IN (SELECT run_id FROM report_runs) GROUP BY 1
 )
-SELECT l.run_id, r.name AS run_name, l.event_id AS launch_event_id, l.ts_ns, l.step, l.op_name, l.call_site,
+SELECT l.run_id, r.name AS run_name, l.event_id AS launch_event_id, l.ts_ns, l.ts_ns - any_value(r.start_ns) AS rel_ts_ns, l.step, l.op_name, l.call_site,
        count(k.event_id) AS kernels, coalesce(sum(k.dur_ns), 0)::BIGINT AS gpu_dur_ns,
        round(100.0 * coalesce(sum(k.dur_ns), 0) / nullif(any_value(t.total), 0), 2) AS gpu_pct
 FROM launches l JOIN runs r USING (run_id) LEFT JOIN totals t USING (run_id)

@@ -1,32 +1,37 @@
 -- title: GPU utilization
--- description: Per run and device: compute, communication, memcpy and memset time, and idle time, each by interval union (overlaps counted once), as ns and percent of the profiled span.
+-- description: Per run and device: compute, communication, memcpy and memset time, each by interval union (overlaps counted once), and idle time over two windows: the whole trace (span) and the device's own window from its first to its last GPU event (as HTA's temporal breakdown and TraceLens measure idle).
 -- column: run_id VARCHAR -- the run
 -- column: run_name VARCHAR -- name of the run
 -- column: device BIGINT -- GPU index
--- column: span_ns BIGINT -- profiled span of the run (first event start to last event end), ns
--- column: busy_ns BIGINT -- time the device ran anything, ns
+-- column: span_ns BIGINT -- profiled span of the run (first event start to last event end, CPU and GPU), ns
+-- column: gpu_window_ns BIGINT -- the device's own window: first start to last end of its kernels, memcpys and memsets, ns
+-- column: busy_ns BIGINT -- time the device ran anything (kernel, memcpy or memset), ns
 -- column: compute_ns BIGINT -- time running compute kernels, ns
 -- column: communication_ns BIGINT -- time running collective kernels (NCCL, RCCL, ...), ns
 -- column: memcpy_ns BIGINT -- time copying memory, ns
 -- column: memset_ns BIGINT -- time setting memory, ns
--- column: idle_ns BIGINT -- span minus busy, ns
+-- column: idle_ns BIGINT -- span_ns minus busy_ns: idle over the whole trace, ns
+-- column: gpu_window_idle_ns BIGINT -- gpu_window_ns minus busy_ns: idle between the device's first and last GPU event, ns
 -- column: busy_pct DOUBLE -- busy share of the span, percent
 -- column: compute_pct DOUBLE -- compute share of the span, percent
 -- column: communication_pct DOUBLE -- communication share of the span, percent
 -- column: memcpy_pct DOUBLE -- memcpy share of the span, percent
 -- column: memset_pct DOUBLE -- memset share of the span, percent
 -- column: idle_pct DOUBLE -- idle share of the span, percent
+-- column: gpu_window_busy_pct DOUBLE -- busy share of the device's own window, percent
+-- column: gpu_window_idle_pct DOUBLE -- idle share of the device's own window, percent (HTA's idle_time_pctg for a one-GPU trace)
 WITH gpu_kinds AS (
   SELECT ['compute', 'communication', 'memcpy', 'memset'] AS kinds
 ), total AS (
-  SELECT run_id, lane, busy_ns FROM busy_time((SELECT kinds FROM gpu_kinds), false)
+  -- first_ns/last_ns of the union over every kind bound the device's own window
+  SELECT run_id, lane, busy_ns, last_ns - first_ns AS gpu_window_ns FROM busy_time((SELECT kinds FROM gpu_kinds), false)
   WHERE run_id IN (SELECT run_id FROM report_runs)
 ), per_kind AS (
   SELECT run_id, lane, kind, busy_ns FROM busy_time((SELECT kinds FROM gpu_kinds), false, by_kind := true)
   WHERE run_id IN (SELECT run_id FROM report_runs)
 ), b AS (
   SELECT a.run_id, a.lane, TRY_CAST(substr(a.lane, 5) AS BIGINT) AS device, r.name AS run_name,
-         (r.end_ns - r.start_ns) AS span_ns, a.busy_ns,
+         (r.end_ns - r.start_ns) AS span_ns, a.gpu_window_ns, a.busy_ns,
          coalesce(sum(k.busy_ns) FILTER (WHERE k.kind = 'compute'), 0)::BIGINT AS compute_ns,
          coalesce(sum(k.busy_ns) FILTER (WHERE k.kind = 'communication'), 0)::BIGINT AS communication_ns,
          coalesce(sum(k.busy_ns) FILTER (WHERE k.kind = 'memcpy'), 0)::BIGINT AS memcpy_ns,
@@ -34,13 +39,16 @@ WITH gpu_kinds AS (
   FROM total a JOIN runs r USING (run_id) LEFT JOIN per_kind k USING (run_id, lane)
   GROUP BY ALL
 )
-SELECT run_id, run_name, device, span_ns, busy_ns, compute_ns, communication_ns, memcpy_ns, memset_ns,
+SELECT run_id, run_name, device, span_ns, gpu_window_ns, busy_ns, compute_ns, communication_ns, memcpy_ns, memset_ns,
        span_ns - busy_ns AS idle_ns,
+       gpu_window_ns - busy_ns AS gpu_window_idle_ns,
        round(100.0 * busy_ns / nullif(span_ns, 0), 2) AS busy_pct,
        round(100.0 * compute_ns / nullif(span_ns, 0), 2) AS compute_pct,
        round(100.0 * communication_ns / nullif(span_ns, 0), 2) AS communication_pct,
        round(100.0 * memcpy_ns / nullif(span_ns, 0), 2) AS memcpy_pct,
        round(100.0 * memset_ns / nullif(span_ns, 0), 2) AS memset_pct,
-       round(100.0 * (span_ns - busy_ns) / nullif(span_ns, 0), 2) AS idle_pct
+       round(100.0 * (span_ns - busy_ns) / nullif(span_ns, 0), 2) AS idle_pct,
+       round(100.0 * busy_ns / nullif(gpu_window_ns, 0), 2) AS gpu_window_busy_pct,
+       round(100.0 * (gpu_window_ns - busy_ns) / nullif(gpu_window_ns, 0), 2) AS gpu_window_idle_pct
 FROM b
 ORDER BY run_id, device

@@ -268,7 +268,7 @@ def diff(
     a: str = typer.Argument(..., help="Baseline run: id, unique prefix or name.", show_default=False),
     b: str = typer.Argument(..., help="Run to compare with it.", show_default=False),
     by: DiffBy = typer.Option(DiffBy.op, "--by", help="Group by op, kernel, call_site, shape or copy."),
-    per_step: bool = typer.Option(False, "--per-step", help="Divide by each run's number of profiler steps."),
+    per_step: bool = typer.Option(False, "--per-step", help="Divide times by each run's number of profiler steps (whole ns)."),
     threshold: float = typer.Option(5.0, "--threshold", min=0, help="Changes within this percent of A are 'same'."),
     limit: Optional[int] = typer.Option(None, "--limit", "-n", min=0, help="At most this many rows."),
     store: Optional[Path] = StoreOpt,
