@@ -20,24 +20,11 @@
 -- column: idle_pct DOUBLE -- idle share of the span, percent
 -- column: gpu_window_busy_pct DOUBLE -- busy share of the device's own window, percent
 -- column: gpu_window_idle_pct DOUBLE -- idle share of the device's own window, percent (HTA's idle_time_pctg for a one-GPU trace)
-WITH gpu_kinds AS (
-  SELECT ['compute', 'communication', 'memcpy', 'memset'] AS kinds
-), total AS (
-  -- first_ns/last_ns of the union over every kind bound the device's own window
-  SELECT run_id, lane, busy_ns, last_ns - first_ns AS gpu_window_ns FROM busy_time((SELECT kinds FROM gpu_kinds), false)
-  WHERE run_id IN (SELECT run_id FROM report_runs)
-), per_kind AS (
-  SELECT run_id, lane, kind, busy_ns FROM busy_time((SELECT kinds FROM gpu_kinds), false, by_kind := true)
-  WHERE run_id IN (SELECT run_id FROM report_runs)
-), b AS (
-  SELECT a.run_id, a.lane, TRY_CAST(substr(a.lane, 5) AS BIGINT) AS device, r.name AS run_name,
-         (r.end_ns - r.start_ns) AS span_ns, a.gpu_window_ns, a.busy_ns,
-         coalesce(sum(k.busy_ns) FILTER (WHERE k.kind = 'compute'), 0)::BIGINT AS compute_ns,
-         coalesce(sum(k.busy_ns) FILTER (WHERE k.kind = 'communication'), 0)::BIGINT AS communication_ns,
-         coalesce(sum(k.busy_ns) FILTER (WHERE k.kind = 'memcpy'), 0)::BIGINT AS memcpy_ns,
-         coalesce(sum(k.busy_ns) FILTER (WHERE k.kind = 'memset'), 0)::BIGINT AS memset_ns
-  FROM total a JOIN runs r USING (run_id) LEFT JOIN per_kind k USING (run_id, lane)
-  GROUP BY ALL
+WITH b AS (
+  SELECT g.run_id, r.name AS run_name, g.device, r.end_ns - r.start_ns AS span_ns, g.last_ns - g.first_ns AS gpu_window_ns,
+         g.busy_ns, g.compute_ns, g.communication_ns, g.memcpy_ns, g.memset_ns
+  FROM gpu_time() g JOIN runs r USING (run_id)
+  WHERE g.run_id IN (SELECT run_id FROM report_runs)
 )
 SELECT run_id, run_name, device, span_ns, gpu_window_ns, busy_ns, compute_ns, communication_ns, memcpy_ns, memset_ns,
        span_ns - busy_ns AS idle_ns,

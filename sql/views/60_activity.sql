@@ -44,3 +44,35 @@ WITH iv AS (
 )
 SELECT run_id, lane, step, kind, sum(e - s)::BIGINT AS busy_ns, min(s) AS first_ns, max(e) AS last_ns
 FROM merged GROUP BY run_id, lane, step, kind;
+
+-- GPU time per run and device lane in one pass over the lane's `activity` rows: every start counts
+-- +1 and every end -1 for its kind; in time order, a running count per kind tells what runs in each
+-- stretch between two edges. busy_ns (anything running) equals busy_time's interval union; the
+-- per-kind times are each kind's union; exposed_communication_ns is communication with no compute
+-- running (TraceLens's exposed_comm_time); first_ns/last_ns bound the device's own window (first
+-- start to last end of its GPU work), the window HTA and TraceLens measure idle time in.
+CREATE OR REPLACE MACRO gpu_time() AS TABLE
+WITH iv AS (
+  SELECT run_id, lane, kind, ts_ns, end_ns FROM activity WHERE lane <> 'cpu' AND end_ns >= ts_ns
+), edges AS (
+  SELECT run_id, lane, kind, ts_ns AS t, 1 AS d FROM iv
+  UNION ALL
+  SELECT run_id, lane, kind, end_ns, -1 FROM iv
+), swept AS (
+  -- one sort serves every running count; at equal times only the last edge's stretch is non-empty
+  SELECT run_id, lane, t, lead(t) OVER w - t AS len, sum(d) OVER w AS n_all,
+         sum(CASE WHEN kind = 'compute' THEN d ELSE 0 END) OVER w AS n_compute,
+         sum(CASE WHEN kind = 'communication' THEN d ELSE 0 END) OVER w AS n_communication,
+         sum(CASE WHEN kind = 'memcpy' THEN d ELSE 0 END) OVER w AS n_memcpy,
+         sum(CASE WHEN kind = 'memset' THEN d ELSE 0 END) OVER w AS n_memset
+  FROM edges WINDOW w AS (PARTITION BY run_id, lane ORDER BY t, d ROWS UNBOUNDED PRECEDING)
+)
+SELECT run_id, lane, TRY_CAST(substr(lane, 5) AS BIGINT) AS device,
+       coalesce(sum(len) FILTER (WHERE n_all > 0), 0)::BIGINT AS busy_ns,
+       coalesce(sum(len) FILTER (WHERE n_compute > 0), 0)::BIGINT AS compute_ns,
+       coalesce(sum(len) FILTER (WHERE n_communication > 0), 0)::BIGINT AS communication_ns,
+       coalesce(sum(len) FILTER (WHERE n_memcpy > 0), 0)::BIGINT AS memcpy_ns,
+       coalesce(sum(len) FILTER (WHERE n_memset > 0), 0)::BIGINT AS memset_ns,
+       coalesce(sum(len) FILTER (WHERE n_communication > 0 AND n_compute = 0), 0)::BIGINT AS exposed_communication_ns,
+       min(t) AS first_ns, max(t) AS last_ns
+FROM swept GROUP BY run_id, lane;
