@@ -200,7 +200,7 @@ def test_overview_says_what_dominates(cpu_store):
     pct = 100 * expected["aten::copy_"] / sum(expected.values())
     rows = report(cpu_store, "overview", run="nostack")
     findings = [r["detail"] for r in rows if r["section"] == "finding"]
-    assert f"aten::copy_ is {pct:.0f}% of CPU self time" in findings
+    assert f"aten::copy_ is {pct:.0f}% of CPU self time ({expected['aten::copy_'] / 1e6:.3f} ms)" in findings
     assert any(f.startswith("one copy/cast group moves 453.0 MB per step ([65536, 1, 576] float8_e4m3fn -> bfloat16")
                for f in findings)
     fixed = report(cpu_store, "overview", run="fixed")

@@ -12,7 +12,7 @@
 -- column: detail VARCHAR -- more about the row, in words. Findings: an op with 25% or more of CPU self time; a copy/cast group present in every step with 10% or more of CPU self time; GPU idle 20% or more of a device's own window; communication 10% or more of a device's busy time; launch-bound steps (10 kernels or more, more than half of them shorter than the call that launched them; a graph's kernels are never short; a run without steps counts as one step); ops that partially overlap other events
 WITH sel AS (SELECT run_id FROM report_runs),
 step_stats AS (
-  SELECT run_id, count(*) AS n_steps, avg(dur_ns) AS avg_step_ns, sum(dur_ns) AS steps_ns
+  SELECT run_id, count(*) AS n_steps, avg(dur_ns) AS avg_step_ns
   FROM steps WHERE run_id IN (SELECT run_id FROM sel) GROUP BY 1
 ), ops AS (
   SELECT run_id, name, count(*) AS calls, sum(self_dur_ns) AS self_ns,
@@ -150,7 +150,7 @@ step_stats AS (
   SELECT run_id, 'warning', row_number() OVER (PARTITION BY run_id ORDER BY ord, item), item, value, unit, pct, time_ns, detail
   FROM warnings
 )
-SELECT x.run_id, r.name AS run_name, x.section, x.rank, x.item, x.value, x.unit, x.pct, x.time_ns, x.detail
+SELECT x.run_id, r.name AS run_name, x.section, x.rank, x.item, x.value, x.unit, x.pct, x.time_ns::BIGINT AS time_ns, x.detail
 FROM rows x JOIN runs r USING (run_id)
 ORDER BY x.run_id, CASE x.section WHEN 'run' THEN 0 WHEN 'finding' THEN 1 WHEN 'top op' THEN 2 WHEN 'top kernel' THEN 3
                                   WHEN 'top copy' THEN 4 ELSE 5 END, x.rank
