@@ -85,8 +85,8 @@ assert top.bytes_per_call == 16384 * 576 * (1 + 2), top  # every slot read as fp
 ## Compare the runs
 
 `diff_runs(db, "buggy", "fixed", per_step=True)` is `traceduck diff buggy fixed --per-step`:
-calls and time per step of every op in each run, biggest change first. The header gives each
-run's time per step: about 29.8 ms against 1.2 ms. `aten::copy_`, where the cast's bytes move,
+calls (in all and per step) and time per step of every op in each run, biggest change first. The
+header gives each run's time per step: about 29.8 ms against 1.2 ms. `aten::copy_`, where the cast's bytes move,
 accounts for almost all of the difference."""),
     ("code", """\
 ops = diff_runs(db, "buggy", "fixed", per_step=True)
