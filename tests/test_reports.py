@@ -94,6 +94,13 @@ def test_reports_on_a_store_of_every_shared_trace(shared_store):
     runs = {r[0] for r in rows}
     assert columns[:2] == ["run_id", "run_name"]
     assert runs == {r.run_id for r in results.values()}
+    # every run on the page, by name then id, at most N rows each and the first N of its own rows
+    with traceduck.open(path) as db:
+        expected = sorted((r["name"], r["run_id"]) for r in db.runs())  # same bytes twice are one run
+        columns, limited = run_report(db, "overview", limit=3)
+    assert list(dict.fromkeys((r[1], r[0]) for r in limited)) == expected
+    for name, run_id in expected:
+        assert [r for r in limited if r[0] == run_id] == [r for r in rows if r[0] == run_id][:3]
 
 
 def test_copies_by_call_site_finds_the_whole_cache_cast(cpu_store):
