@@ -127,7 +127,8 @@ WITH RECURSIVE calls AS MATERIALIZED (
   GROUP BY ALL
 )
 SELECT c.run_id, c.event_id, c.name AS op_name, c.dims, c.dst_dims, c.src_dtype, c.dst_dtype,
-       c.src_numel, c.dst_numel, c.src_bytes, c.dst_bytes, c.src_bytes + c.dst_bytes AS bytes,
+       c.src_numel::BIGINT AS src_numel, c.dst_numel::BIGINT AS dst_numel, c.src_bytes::BIGINT AS src_bytes,
+       c.dst_bytes::BIGINT AS dst_bytes, (c.src_bytes + c.dst_bytes)::BIGINT AS bytes,
        c.dur_ns, c.self_dur_ns, g.gpu_dur_ns::BIGINT AS gpu_dur_ns,
        CASE WHEN g.gpu_dur_ns IS NOT NULL THEN 'gpu' ELSE 'cpu' END AS time_basis,
        round((c.src_bytes + c.dst_bytes) / nullif(coalesce(g.gpu_dur_ns, c.dur_ns), 0), 3) AS gb_per_s,
