@@ -53,6 +53,8 @@ CREATE TABLE runs (
   ingested_at TIMESTAMP,
   -- traceduck version that wrote the run.
   tool_version VARCHAR,
+  -- Version of the stored tables' layout the run was written in (what columns mean, not only which exist); a traceduck that reads another layout refuses the run, to be re-ingested.
+  layout_version INTEGER,
   -- Wall seconds the ingest took.
   ingest_seconds DOUBLE
 );
@@ -153,8 +155,10 @@ CREATE TABLE shapes (
   member_index INTEGER,
   -- Tensor dimensions ([] for scalars and 0-dim tensors).
   dims BIGINT[],
-  -- Kineto type name (`Input type`): c10::BFloat16, float, Scalar, TensorList, ... ('' for None).
+  -- Element type of a tensor input in torch's spelling (float32, bfloat16, float8_e4m3fn, int64, ...); NULL for non-tensor inputs (Scalar, TensorList and its members, '' for None) and unknown type names.
   dtype VARCHAR,
+  -- `Input type` as the exporter wrote it: c10::BFloat16, float, long int, Scalar, TensorList, ... ('' for None).
+  dtype_raw VARCHAR,
   -- Tensor strides, when recorded.
   strides BIGINT[],
   -- The `Concrete Inputs` entry as text (scalar values, ScalarType codes), when recorded.

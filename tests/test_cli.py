@@ -75,13 +75,13 @@ def test_formats_keep_lists_as_lists(store):
     td("ingest", BUGGY, "--store", store, "-q")
     query = "SELECT dims, dtype FROM shapes WHERE dims = [16384, 1, 576] ORDER BY dtype LIMIT 1"
     as_json = json.loads(td("sql", query, "--store", store, "--format", "json").stdout)
-    assert as_json == [{"dims": [16384, 1, 576], "dtype": "c10::BFloat16"}]
+    assert as_json == [{"dims": [16384, 1, 576], "dtype": "bfloat16"}]
     as_csv = list(csv.reader(io.StringIO(td("sql", query, "--store", store, "--format", "csv").stdout)))
-    assert as_csv == [["dims", "dtype"], ["[16384, 1, 576]", "c10::BFloat16"]]
+    assert as_csv == [["dims", "dtype"], ["[16384, 1, 576]", "bfloat16"]]
     as_md = td("sql", query, "--store", store, "--format", "markdown").stdout
-    assert as_md == "| dims | dtype |\n| --- | --- |\n| [16384, 1, 576] | c10::BFloat16 |\n"
+    assert as_md == "| dims | dtype |\n| --- | --- |\n| [16384, 1, 576] | bfloat16 |\n"
     table = td("sql", query, "--store", store).stdout
-    assert "[16384, 1, 576]" in table and "c10::BFloat16" in table
+    assert "[16384, 1, 576]" in table and "bfloat16" in table
 
 
 def test_export_round_trip_via_cli(store, tmp_path):
@@ -162,7 +162,38 @@ def test_readme_example_query(store):
     cache_copies = [e for e in doc["traceEvents"] if e.get("name") == "aten::copy_"
                     and e["args"]["Input Dims"][1] == [16384, 1, 576]]
     top = rows[0]
-    assert (top["run"], top["dims"], top["src_dtype"]) == ("buggy", [16384, 1, 576], "c10::Float8_e4m3fn")
+    assert (top["run"], top["dims"], top["src_dtype"]) == ("buggy", [16384, 1, 576], "float8_e4m3fn")
     assert top["calls"] == len(cache_copies) == 6  # 2 layers x 3 profiled steps
     assert top["call_site"] == "tinydecoder.py(31): _read_cache"
     assert top["total_ms"] == round(sum(int(round(e["dur"] * 1000)) for e in cache_copies) / 1e6, 2)
+
+
+def test_runs_written_in_another_layout_are_refused(store):
+    """Parquet files are read by column name: a run from before a column changed meaning would read
+    as old spellings or NULLs. Such runs stop every query until re-ingested."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    from traceduck.store import LAYOUT_VERSION
+
+    assert td("ingest", BUGGY, FIXED, "--store", store, "-q").returncode == 0
+    runs_file = next(p for p in (store / "runs").glob("*/runs.parquet") if pq.read_table(p)["name"][0].as_py() == "fixed")
+    table = pq.read_table(runs_file)
+    old = table.set_column(table.schema.get_field_index("layout_version"), "layout_version",
+                           pc.cast(pc.subtract(table["layout_version"], 1), table.schema.field("layout_version").type))
+    pq.write_table(old, runs_file)
+    p = td("sql", "SELECT count(*) FROM shapes", "--store", store)
+    assert p.returncode == 1
+    assert p.stderr == (f"Error: 1 run(s) in {store} were written by another traceduck version (table layout "
+                        f"{LAYOUT_VERSION - 1}, this version reads layout {LAYOUT_VERSION}): 'fixed'. "
+                        "Re-ingest their traces with `traceduck ingest TRACE --force`.\n")
+    # a store written before layouts were versioned at all
+    for f in (store / "runs").glob("*/runs.parquet"):
+        pq.write_table(pq.read_table(f).drop_columns(["layout_version"]), f)
+    q = td("report", "copies-by-call-site", "--store", store)
+    assert q.returncode == 1
+    assert q.stderr.startswith(f"Error: cannot read the tables of {store} (")
+    assert q.stderr.endswith("The store may come from another traceduck version: re-ingest its traces with --force.\n")
+    assert td("ingest", BUGGY, FIXED, "--store", store, "--force", "-q").returncode == 0
+    r = td("sql", "SELECT DISTINCT dtype FROM shapes WHERE dims = [16384, 1, 576] ORDER BY 1", "--store", store, "-f", "csv")
+    assert r.returncode == 0 and r.stdout.split() == ["dtype", "bfloat16", "float8_e4m3fn"]

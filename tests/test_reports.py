@@ -115,6 +115,8 @@ def test_copies_by_call_site_finds_the_whole_cache_cast(cpu_store):
     assert top["calls_per_step"] == len(casts) / steps == 4
     assert top["bytes_per_call"] == 65536 * 576 * (1 + 2) == 113_246_208
     assert top["total_dur_ns"] == sum(ns(e["dur"]) for e in casts)
+    assert (top["time_basis"], top["total_gpu_dur_ns"]) == ("cpu", None)  # a CPU trace: the rate is over CPU time
+    assert top["gb_per_s"] == round(12 * 113_246_208 / sum(ns(e["dur"]) for e in casts), 3)
     fixed = report(cpu_store, "copies-by-call-site", run="fixed")
     assert not [r for r in fixed if r["dims"] == [65536, 1, 576]]
 
@@ -320,6 +322,8 @@ def test_collectives(gpu_store):
     allreduce = next(r for r in rows if (r["side"], r["collective"]) == ("gpu", "allreduce"))
     sizes = [e["args"]["In msg nelems"] for e in events if e.get("cat") == "kernel" and e.get("args", {}).get("Collective name") == "allreduce"]
     assert allreduce["max_in_nelems"] == max(sizes) and allreduce["total_bytes"] == 4 * sum(sizes)  # Float
+    raw = {e["args"]["dtype"] for e in events if e.get("args", {}).get("Collective name") == "allreduce"}
+    assert raw == {"Float"} and allreduce["dtype"] == "float32"  # c10's name in the trace, torch's in the report
 
 
 def test_report_cli(cpu_store):

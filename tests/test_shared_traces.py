@@ -9,6 +9,7 @@ import pytest
 
 import traceduck
 from traceduck.export import export_run
+from traceduck.reports import run_report
 from traceduck.store import Store
 
 from conftest import NOT_TRACES, load_json, shared_dir, shared_trace_files, trace_events
@@ -57,3 +58,26 @@ def test_files_that_are_not_traces_fail_in_one_line(rel, tmp_path):
     assert proc.stderr == f"Error: {path}: not a trace (no traceEvents key). A PyTorch profiler trace is a JSON object with a traceEvents list.\n"
     assert "Traceback" not in proc.stderr
     assert not list((tmp_path / "s" / "runs").iterdir())
+
+
+def test_dtypes_are_spelled_as_torch_does(shared_store):
+    """Every dtype a view or report shows, on every shared trace, is torch's name (or NULL), and the
+    exporter's text stays in shapes.dtype_raw."""
+    from test_shapes import TORCH_NAMES
+
+    path, _ = shared_store
+    with traceduck.open(path) as db:
+        torch_names = {n for (n,) in db.sql("SELECT torch_name FROM dtypes WHERE torch_name IS NOT NULL").fetchall()}
+        shapes = db.sql("SELECT DISTINCT dtype, dtype_raw FROM shapes").fetchall()
+        copies = db.sql("SELECT DISTINCT src_dtype FROM tensor_copies UNION SELECT dst_dtype FROM tensor_copies").fetchall()
+        columns, rows = run_report(db, "collectives")
+    collective_dtypes = {r[columns.index("dtype")] for r in rows}
+    assert torch_names >= {"float32", "bfloat16", "float16", "float8_e4m3fn", "int64"}
+    assert all(not n.startswith(("torch.", "c10::")) for n in torch_names)
+    assert {d for d, _ in shapes} - {None} <= torch_names
+    assert {d for (d,) in copies} - {None} <= torch_names
+    assert collective_dtypes - {None} <= torch_names and collective_dtypes & {"float32", "bfloat16"}
+    # the raw spelling maps to the canonical one as written out by hand in test_shapes
+    for dtype, raw in shapes:
+        assert dtype == TORCH_NAMES.get(raw), (dtype, raw)
+    assert ("bfloat16", "c10::BFloat16") in shapes and ("int64", "long int") in shapes

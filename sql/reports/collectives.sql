@@ -5,7 +5,7 @@
 -- column: rank BIGINT -- rank of the run in its job
 -- column: side VARCHAR -- 'gpu' for collective kernels, 'cpu' for the CPU-side record_param_comms ops
 -- column: collective VARCHAR -- collective name: allreduce, allgather, broadcast, ...
--- column: dtype VARCHAR -- element type (c10 name: Float, BFloat16, ...)
+-- column: dtype VARCHAR -- element type in torch's spelling (float32, bfloat16, ...; the trace's c10 name Float, BFloat16, ... mapped through `dtypes`), NULL when unknown
 -- column: calls BIGINT -- number of collective events
 -- column: avg_in_nelems BIGINT -- average input message size, elements
 -- column: max_in_nelems BIGINT -- largest input message, elements
@@ -22,12 +22,12 @@ WITH c AS (
     AND EXISTS (SELECT 1 FROM args k WHERE k.run_id = e.run_id AND k.event_id = e.event_id AND k.key = 'Collective name')
   GROUP BY e.run_id, e.event_id, e.dur_ns, e.on_device
 )
-SELECT c.run_id, r.name AS run_name, r.rank, c.side, c.collective, c.dtype, count(*) AS calls,
+SELECT c.run_id, r.name AS run_name, r.rank, c.side, c.collective, d.torch_name AS dtype, count(*) AS calls,
        avg(c.in_nelems)::BIGINT AS avg_in_nelems, max(c.in_nelems) AS max_in_nelems,
        sum(c.in_nelems * d.elem_bytes)::BIGINT AS total_bytes, sum(c.dur_ns)::BIGINT AS total_dur_ns,
        avg(c.dur_ns)::BIGINT AS avg_dur_ns
 FROM c JOIN runs r USING (run_id)
-LEFT JOIN (SELECT DISTINCT scalar_type_name, elem_bytes FROM dtypes WHERE scalar_type_name IS NOT NULL) d
+LEFT JOIN (SELECT DISTINCT scalar_type_name, torch_name, elem_bytes FROM dtypes WHERE scalar_type_name IS NOT NULL) d
        ON d.scalar_type_name = c.dtype
-GROUP BY c.run_id, r.name, r.rank, c.side, c.collective, c.dtype
+GROUP BY c.run_id, r.name, r.rank, c.side, c.collective, d.torch_name
 ORDER BY c.run_id, c.side DESC, total_dur_ns DESC

@@ -16,7 +16,7 @@ import duckdb
 from . import reference
 from .catalog import Relation, documented_relations, tables, view_files
 from .errors import QueryError, RunSelectionError, StoreError, did_you_mean, with_suggestion
-from .store import Store
+from .store import LAYOUT_VERSION, Store
 
 
 # A query that finds a run's file gone (a run replaced without an atomic exchange) is retried
@@ -122,7 +122,21 @@ class Database:
                 self.con.execute(rel.body.replace("CREATE TABLE", "CREATE OR REPLACE TABLE", 1))
             self._kinds[rel.name] = kind
             self._comment(rel, kind)
+        if runs:
+            self._check_layout()
         self._listed = list(runs)
+
+    def _check_layout(self) -> None:
+        """Refuse runs written in another table layout: their files read by column name, so an old
+        run would give NULLs or old spellings (wrong answers) where it should give an error."""
+        # (when no run has the column at all, commenting on it has already failed with a re-ingest hint)
+        old = self.con.execute("SELECT name, layout_version FROM runs WHERE layout_version IS DISTINCT FROM ? "
+                               "ORDER BY name", [LAYOUT_VERSION]).fetchall()
+        if old:
+            names = ", ".join(repr(name) for name, _ in old[:3]) + (f" and {len(old) - 3} more" if len(old) > 3 else "")
+            raise StoreError(f"{len(old)} run(s) in {self.store.path} were written by another traceduck version "
+                             f"(table layout {old[0][1] or 1}, this version reads layout {LAYOUT_VERSION}): {names}",
+                             "Re-ingest their traces with `traceduck ingest TRACE --force`")
 
     def _refresh(self, again: bool = False) -> None:
         """List the published runs anew; re-point the tables when the list changed (or `again`)."""

@@ -1,7 +1,9 @@
-"""Kineto `Input type` names and ScalarType codes, with element sizes.
+"""Kineto `Input type` names and ScalarType codes, with element sizes and canonical names.
 
-This is the one place that knows element sizes: the ingester uses it to fill
-`shapes.bytes`, and the `dtypes` view is built from it.
+This is the one place that knows element sizes and dtype spellings: the ingester uses it to
+fill `shapes.dtype` (canonical), `shapes.elem_bytes` and `shapes.bytes`, and the `dtypes`
+table is built from it. The canonical spelling of a dtype is torch's name without the
+`torch.` prefix (`float16`, `bfloat16`, `float8_e4m3fn`, `int64`): every view and report uses it.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class DType:
     name: str  # as Kineto writes it in `Input type`
-    canonical: str  # torch name, e.g. "bfloat16"
+    canonical: str | None  # torch name, e.g. "bfloat16"; None for non-tensor entries
     elem_bytes: int | None  # None for non-tensor entries
     is_tensor: bool
 
@@ -64,7 +66,7 @@ _TENSOR_TYPES: list[tuple[str, str, int]] = [
 _NON_TENSOR_TYPES = ["Scalar", "ScalarList", "TensorList", "GenericList", "Int", "Bool", "Double", "String", "Device", "Layout", "MemoryFormat", "ScalarType", ""]
 
 DTYPES: dict[str, DType] = {n: DType(n, c, b, True) for n, c, b in _TENSOR_TYPES}
-DTYPES.update({n: DType(n, n or "none", None, False) for n in _NON_TENSOR_TYPES})
+DTYPES.update({n: DType(n, None, None, False) for n in _NON_TENSOR_TYPES})
 
 # c10::ScalarType codes as they appear in `Concrete Inputs` (e.g. the dtype argument of aten::to).
 SCALAR_TYPE_CODES: dict[int, tuple[str, int]] = {

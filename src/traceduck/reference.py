@@ -19,18 +19,22 @@ CALL_SITE_RULES = [
     ("%/lib/python3.%", "the standard library by absolute path (the profiler writes site-packages paths relative)"),
 ]
 
-# (op name, source input, destination input, dtype code in Concrete Inputs[1])
+# (op name, source input, destination input, input whose dtype the result takes, dtype code in
+# Concrete Inputs[1], always copies, writes the whole destination). Ops that do not always copy
+# (to, type_as, contiguous) return their input when it already has the dtype, device and layout
+# asked for: they are copies only when a copy op runs inside them.
 COPY_OPS = [
-    ("aten::copy_", 1, 0, False),
-    ("aten::copy", 1, 0, False),
-    ("aten::to", 0, None, True),
-    ("aten::_to_copy", 0, None, True),
-    ("aten::clone", 0, None, False),
-    ("aten::contiguous", 0, None, False),
-    ("aten::index_copy_", 3, 0, False),
-    ("aten::index_copy", 3, None, False),
-    ("aten::_copy_from", 0, 1, False),
-    ("aten::_copy_from_and_resize", 0, 1, False),
+    ("aten::copy_", 1, 0, None, False, True, True),
+    ("aten::copy", 1, 0, None, False, True, True),
+    ("aten::_to_copy", 0, None, None, True, True, None),
+    ("aten::clone", 0, None, None, False, True, None),
+    ("aten::index_copy_", 3, 0, None, False, True, False),
+    ("aten::index_copy", 3, None, None, False, True, None),
+    ("aten::_copy_from", 0, 1, None, False, True, True),
+    ("aten::_copy_from_and_resize", 0, 1, None, False, True, False),
+    ("aten::to", 0, None, None, True, False, None),
+    ("aten::type_as", 0, None, 1, False, False, None),
+    ("aten::contiguous", 0, None, None, False, False, None),
 ]
 
 
@@ -73,6 +77,9 @@ def tables() -> dict[str, pa.Table]:
             "name": list(ops[0]),
             "source_input": pa.array(ops[1], pa.int32()),
             "dest_input": pa.array(ops[2], pa.int32()),
-            "has_dtype_arg": pa.array(ops[3], pa.bool_()),
+            "dtype_input": pa.array(ops[3], pa.int32()),
+            "has_dtype_arg": pa.array(ops[4], pa.bool_()),
+            "always_copies": pa.array(ops[5], pa.bool_()),
+            "writes_whole_dest": pa.array(ops[6], pa.bool_()),
         }),
     }

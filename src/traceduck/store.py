@@ -35,6 +35,11 @@ from .errors import StoreError
 STORE_ENV = "TRACEDUCK_STORE"
 DEFAULT_STORE = "traceduck.store"
 RUN_ID_HEX = 12
+# Version of the tables' layout, stored with every run (`runs.layout_version`). Bump it when a
+# stored column changes meaning or a column that views need is added: runs written before would
+# otherwise read as NULLs or old spellings (Parquet files are read by column name) and give
+# wrong answers instead of an error. 2: shapes.dtype in torch's spelling, shapes.dtype_raw.
+LAYOUT_VERSION = 2
 LOCK_SUFFIX = ".lock"
 OLD_SUFFIX = ".old"  # a replaced run on its way out, when it cannot be swapped out atomically
 _RUN_ID = re.compile(r"[0-9a-f]{1,64}")

@@ -98,6 +98,7 @@ SHAPE_PART_SCHEMA = pa.schema([
     ("member_index", pa.int32()),
     ("dims", pa.list_(pa.int64())),
     ("dtype", pa.string()),
+    ("dtype_raw", pa.string()),
     ("strides", pa.list_(pa.int64())),
     ("concrete", pa.string()),
     ("numel", pa.int64()),
@@ -448,7 +449,7 @@ class ChunkConverter:
                         except TypeError:
                             numel = None
                         if numel.__class__ is int and _INT64_MIN <= numel <= _INT64_MAX:
-                            out((i, k, None, d, t, st if st.__class__ is list else None, cv, numel,
+                            out((i, k, None, d, info.canonical, t, st if st.__class__ is list else None, cv, numel,
                                  info.elem_bytes, numel * info.elem_bytes))
                             continue
                     out(_shape_row(i, k, None, d, t, st, cv, info))
@@ -531,6 +532,7 @@ def _column_table(event_idx: pa.Array, j: int, key: str, column: tuple) -> pa.Ta
 
 _TYPE_NAMES = pa.array(list(DTYPES))
 _TYPE_ELEM = pa.array([d.elem_bytes if d.is_tensor else None for d in DTYPES.values()], pa.int32())
+_TYPE_CANONICAL = pa.array([d.canonical if d.is_tensor else None for d in DTYPES.values()], pa.string())
 
 
 def _shapes_vectorized(chunk: int, idx: list[int], group: list[tuple], jd: int, jt: int | None, js: int | None,
@@ -565,7 +567,8 @@ def _shapes_vectorized(chunk: int, idx: list[int], group: list[tuple], jd: int, 
     nonempty = inner[1:] > inner[:-1]
     if nonempty.any():
         numel[nonempty] = np.multiply.reduceat(values, inner[:-1][nonempty])
-    elem = pc.take(_TYPE_ELEM, pc.index_in(flat_types, value_set=_TYPE_NAMES))
+    known = pc.index_in(flat_types, value_set=_TYPE_NAMES)
+    elem = pc.take(_TYPE_ELEM, known)
     is_tensor = pc.is_valid(elem).to_numpy(zero_copy_only=False)
     numel_arr = pa.array(numel, pa.int64(), mask=~is_tensor)
     arrays = [
@@ -574,6 +577,7 @@ def _shapes_vectorized(chunk: int, idx: list[int], group: list[tuple], jd: int, 
         pa.array(input_index.astype(np.int32)),
         pa.nulls(n, pa.int32()),
         flat_dims,
+        pc.take(_TYPE_CANONICAL, known),
         flat_types,
         strides.flatten() if strides is not None else pa.nulls(n, pa.list_(pa.int64())),
         concrete.flatten() if concrete is not None else pa.nulls(n, pa.string()),
@@ -593,8 +597,10 @@ def _same_length(values: object, n: int) -> list:
 
 def _shape_row(i: int, k: int, m: int | None, d: object, t: str | None, st: object, cv: str | None,
                info: DType | None) -> tuple:
-    """One shapes row; numel and bytes only for tensors (and TensorList members)."""
+    """One shapes row; numel and bytes only for tensors (and TensorList members), the canonical
+    dtype only for tensor element types (a TensorList's members have no type of their own)."""
     numel = elem = nbytes = None
+    canonical = info.canonical if info is not None and info.is_tensor else None
     if d.__class__ is not list:
         d = None
     elif m is not None or (info is not None and info.is_tensor):
@@ -610,7 +616,7 @@ def _shape_row(i: int, k: int, m: int | None, d: object, t: str | None, st: obje
                 nbytes = numel * elem
     if st.__class__ is not list:
         st = None
-    return (i, k, m, d, t, st, cv, numel, elem, nbytes)
+    return (i, k, m, d, canonical, t, st, cv, numel, elem, nbytes)
 
 
 def _int_lists(values: list) -> pa.Array:

@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 from .. import __version__
 from ..catalog import arrow_schemas
 from ..errors import InputError
-from ..store import Store, content_run_id
+from ..store import LAYOUT_VERSION, Store, content_run_id
 from .convert import ChunkConverter, ChunkResult, NotAnEvent, convert_chunk
 from .frames import StackInterner, split_frame
 from .nesting import Nester
@@ -516,6 +516,7 @@ def _write_run_row(tmp: Path, path: Path, run_id: str, name: str, labels: dict[s
         "salvaged": [salvaged],
         "ingested_at": [datetime.now(timezone.utc).replace(tzinfo=None)],
         "tool_version": [__version__],
+        "layout_version": [LAYOUT_VERSION],
         "ingest_seconds": [seconds],
     }
     pq.write_table(pa.Table.from_pydict(row, schema=arrow_schemas()["runs"]), tmp / "runs.parquet")
