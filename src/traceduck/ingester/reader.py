@@ -289,9 +289,8 @@ class ChunkedEvents:
 
         The array's closing `]` is the last `]` after an object whose tail parses as the rest of
         the top-level object and whose last item parses; trailers can hold `]` inside strings and
-        lists. A
-        trailing comma before that `]` (or before the object's closing `}`) is dropped and counted,
-        as trace viewers accept it.
+        lists. A trailing comma before that `]` (or before the object's closing `}`) is dropped
+        and counted, as trace viewers accept it.
         """
         assert self.layout is not None
         pos = len(buf)
