@@ -15,7 +15,7 @@ CREATE TABLE runs (
   source_path VARCHAR,
   -- Size of the ingested file in bytes, as stored on disk (compressed size for .json.gz).
   source_bytes BIGINT,
-  -- Number of events in the trace's traceEvents array (= rows in `events` for this run).
+  -- Number of events in the trace's traceEvents array (= rows in `events` for this run; items that are not objects are skipped, see warnings).
   event_count BIGINT,
   -- Rank of this trace in a distributed job (distributedInfo.rank, else from the file name), or NULL.
   rank BIGINT,
@@ -45,7 +45,7 @@ CREATE TABLE runs (
   overlap_count BIGINT,
   -- How many of those pairs include a CPU op (the rest are record_function annotations and Python frames, whose enter/exit calls interleave by design); an op that partially overlaps another event has a suspect nesting and self time.
   op_overlap_count BIGINT,
-  -- Counts of recoverable oddities seen while ingesting, by kind: repaired strings, odd field types, unknown phases or categories, missing ts/dur, integers beyond int64, overlaps, a salvage cut.
+  -- Counts of recoverable oddities seen while ingesting, by kind: repaired strings, trailing commas, odd field types, unknown phases or categories, missing ts/dur, integers beyond int64, overlaps, a salvage cut, an empty traceEvents, items of traceEvents that are not objects (skipped; the key lists their 0-based positions among the items, the first 20).
   warnings MAP(VARCHAR, BIGINT),
   -- True when the trace was truncated or damaged and `ingest --salvage` kept only the complete events before the cut.
   salvaged BOOLEAN,
@@ -63,7 +63,7 @@ CREATE TABLE runs (
 CREATE TABLE events (
   -- Run the event belongs to.
   run_id VARCHAR,
-  -- 0-based position of the event in traceEvents.
+  -- 0-based position of the event in traceEvents, counting objects only (items that are not objects are skipped and take no id).
   event_id BIGINT,
   -- Chrome phase (ph): X complete, i/I instant, s/f flow start/end, M metadata, C counter, B/E begin/end.
   phase VARCHAR,

@@ -24,6 +24,14 @@ BIG_INT = "integer beyond int64 (kept as text)"
 DEEP = "value nested deeper than 200 levels (kept as JSON text)"
 LONG_NAME = "name longer than 65,536 bytes"
 OVERLAP = "partially overlapping event pairs"
+TRAILING_COMMA = "trailing comma before ] or } (ignored)"
+NO_EVENTS = "traceEvents holds no events"
+
+
+def skipped_items(positions: list[int]) -> str:
+    """The warning key for traceEvents items that are not objects (the first 20 positions listed)."""
+    more = " (the first 20)" if len(positions) > 20 else ""
+    return f"traceEvents items that are not objects (skipped), at positions {', '.join(map(str, positions[:20]))}{more}"
 
 SMALL = "public/pytorch__kineto/docs/traces/before_fix_trace.json"
 SMALL_GZ = "cpu/train.json.gz"
@@ -41,6 +49,12 @@ class Variant:
     error_prefix: str | None = None
     salvage_count: int | None = None  # with --salvage: this many events kept (None: salvage fails too)
     files: dict[str, bytes] = field(default_factory=dict)  # for a directory variant
+    objects: list[dict] | None = None  # lenient variants: the events expected, in file order
+    fast: bool = True  # lenient variants: the fast chunked reader reads it without the streaming parser
+
+    def renamed(self, file: str) -> Variant:
+        self.file = file
+        return self
 
     @property
     def fails(self) -> bool:
@@ -175,6 +189,73 @@ def types(doc: dict) -> list[Variant]:
     ]
 
 
+def _insert(text: bytes, at: int, what: bytes) -> bytes:
+    return text[:at] + what + text[at:]
+
+
+def _value_end(text: bytes, key: bytes, after: int = 0) -> int:
+    """Offset just after the value of the first `key` at or after `after` (found with raw_decode)."""
+    s = text.decode("utf-8")
+    at = s.index(":", s.index(key.decode(), after)) + 1
+    while s[at] in " \t\r\n":
+        at += 1
+    _, end = json.JSONDecoder().raw_decode(s, at)
+    return end
+
+
+def lenient(base: bytes) -> list[Variant]:
+    """What trace viewers load although it is not strict JSON: trailing commas, and items of
+    traceEvents that are not objects (skipped). Expectations from plain `json` on the text
+    before the damage; positions of skipped items from `json` on the text after it."""
+    doc = json.loads(base)
+    events = doc["traceEvents"]
+    start, ends = event_ends(base)
+    k = next(j for j, e in enumerate(events) if isinstance(e.get("args"), dict) and e["args"])
+    args_end = _value_end(base, b'"args"', ends[k - 1] if k else start)
+    props_end = _value_end(base, b'"deviceProperties"')
+    top_end = base.rstrip().rindex(b"}")
+    array_text = json.dumps(events, indent=1).encode()
+
+    def trailing(name: str, text: bytes, commas: int, **kw) -> Variant:
+        return Variant(name, "trace.json", text, warnings={TRAILING_COMMA: commas}, event_count=len(events),
+                       objects=events, **kw)
+
+    # items that are not objects, where a writer could leave them: first, between two events, last
+    odd = _insert(_insert(_insert(base, ends[-1], b',\n  [1, {"ph": "X"}], null'), ends[5], b', "x"'), start, b"3, ")
+    odd_positions = [j for j, x in enumerate(json.loads(odd)["traceEvents"]) if not isinstance(x, dict)]
+    middle = _insert(base, ends[5], b', "x", 7.5')
+    middle_positions = [j for j, x in enumerate(json.loads(middle)["traceEvents"]) if not isinstance(x, dict)]
+    after_last = _insert(base, ends[-1], b",")
+    return [
+        trailing("trailing-comma-after-last-event", after_last, 1),
+        trailing("trailing-comma-after-last-event-gz", gzip.compress(after_last), 1).renamed("trace.json.gz"),
+        trailing("trailing-comma-in-args", _insert(base, args_end - 1, b", "), 1),
+        trailing("trailing-comma-in-header", _insert(base, props_end - 1, b",\n"), 1),
+        trailing("trailing-comma-at-top-level", _insert(base, top_end, b",\n"), 1),
+        trailing("trailing-comma-everywhere", _insert(_insert(_insert(after_last, top_end + 1, b","), args_end - 1, b","),
+                                                      props_end - 1, b","), 4),
+        trailing("trailing-comma-array-format", array_text[:-1] + b",\n]", 1),
+        Variant("non-object-items-between-events", "trace.json", middle, warnings={skipped_items(middle_positions): 2},
+                event_count=len(events), objects=events),
+        # a last item that is not an object sends the file to the streaming parser
+        Variant("non-object-items-first-between-last", "trace.json", odd, warnings={skipped_items(odd_positions): 4},
+                event_count=len(events), objects=events, fast=False),
+        Variant("non-object-items-gz", "trace.json.gz", gzip.compress(middle),
+                warnings={skipped_items(middle_positions): 2}, event_count=len(events), objects=events),
+        Variant("non-object-items-and-trailing-comma", "trace.json", _insert(middle, ends[-1] + len(b', "x", 7.5'), b","),
+                warnings={skipped_items(middle_positions): 2, TRAILING_COMMA: 1}, event_count=len(events),
+                objects=events),
+        Variant("many-non-object-items", "trace.json", _insert(base, ends[0], b", 0" * 25),
+                warnings={skipped_items(list(range(1, 26))): 25}, event_count=len(events), objects=events),
+        Variant("empty-events", "trace.json", b'{"traceEvents": []}', warnings={NO_EVENTS: 1}, event_count=0, objects=[]),
+        Variant("empty-events-with-keys", "trace.json", b'{"schemaVersion": 1, "traceEvents": [\n], "traceName": "x"}',
+                warnings={NO_EVENTS: 1}, event_count=0, objects=[]),
+        Variant("empty-array", "trace.json", b"[]", warnings={NO_EVENTS: 1}, event_count=0, objects=[]),
+        Variant("empty-events-gz", "trace.json.gz", gzip.compress(b'{"traceEvents": []}'), warnings={NO_EVENTS: 1},
+                event_count=0, objects=[]),
+    ]
+
+
 def not_traces() -> list[Variant]:
     rng = random.Random(7)
     hint = "A PyTorch profiler trace is a JSON object with a traceEvents list"
@@ -183,7 +264,9 @@ def not_traces() -> list[Variant]:
         Variant("empty", "trace.json", b"", error="{path}: the file is empty. Give a Chrome trace (.json or .json.gz)."),
         Variant("empty-object", "trace.json", b"{}", error=f"{{path}}: not a trace (no traceEvents key). {hint}."),
         Variant("array-of-numbers", "trace.json", b"[1, 2, 3]",
-                error=f"{{path}}: not a trace (traceEvents item 0 is a int, not an object). {hint} of objects."),
+                error=f"{{path}}: not a trace (none of the 3 items of traceEvents is an object). {hint} of objects."),
+        Variant("events-of-strings", "trace.json", b'{"traceEvents": ["a", "b"]}',
+                error=f"{{path}}: not a trace (none of the 2 items of traceEvents is an object). {hint} of objects."),
         Variant("binary", "trace.json", binary,
                 error=f"{{path}}: not JSON (starts with {binary[:12]!r}). Give a Chrome trace (.json or .json.gz)."),
     ]
@@ -221,7 +304,7 @@ def corpus(shared: Path) -> list[Variant]:
     directory = Variant("directory-with-one-bad-file", "dir", None,
                         error_prefix="1 of 3 files failed (2 ingested); first: {path}/b.json: the trace is truncated",
                         files={"a.json": good, "b.json": base[: len(base) // 2], "c.json.gz": gz})
-    return truncations(base) + lexical(doc) + types(doc) + not_traces() + gzips(gz) + [directory]
+    return truncations(base) + lexical(doc) + types(doc) + lenient(base) + not_traces() + gzips(gz) + [directory]
 
 
 def write(variant: Variant, where: Path) -> Path:

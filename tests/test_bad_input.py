@@ -6,8 +6,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -15,9 +17,13 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import traceduck
 from traceduck.errors import InputError
+from traceduck.ingester import pipeline
+from traceduck.ingester.reader import NotParseable
+
+from traceduck.reports import all_reports, run_report
 
 from broken import SMALL, Variant, corpus, event_ends, write
-from conftest import SHARED_TRACES, shared_dir
+from conftest import SAMPLES, SHARED_TRACES, shared_dir
 
 
 def snapshot(store: Path) -> dict[str, str]:
@@ -96,6 +102,140 @@ def test_broken_variant(variant: Variant, base_store, tmp_path):
         assert count == variant.event_count
     for name in variant.names:
         assert name in names
+
+
+def lenient_variants() -> list[Variant]:
+    return [v for v in variants() if v.objects is not None]
+
+
+@pytest.mark.parametrize("path", ["fast", "streaming"])
+@pytest.mark.parametrize("variant", lenient_variants(), ids=lambda v: v.name)
+def test_lenient_variant_on_both_readers(variant: Variant, path: str, base_store, tmp_path, monkeypatch):
+    """Trailing commas and items that are not objects read the same with the chunked reader and
+    the streaming parser: every object is an event, in file order, with event ids 0..n-1 (skipped
+    items take no id), and the warnings are exactly the expected ones."""
+    _, base_warnings = base_store
+    streamed = []
+    streaming = pipeline._convert_streaming
+    monkeypatch.setattr(pipeline, "_convert_streaming", lambda *a: streamed.append(1) or streaming(*a))
+    if path == "streaming":
+        def no_fast_path(*a):
+            raise NotParseable("forced")
+        monkeypatch.setattr(pipeline, "_convert_fast", no_fast_path)
+    store = tmp_path / "store"
+    result = traceduck.ingest(write(variant, tmp_path), store=store, jobs=1)[0]
+    if path == "fast" and variant.fast:
+        assert streamed == []
+    else:
+        assert streamed == [1]
+    with traceduck.open(store) as db:
+        rows = db.sql("SELECT event_id, name, phase, ts_ns - (SELECT base_time_ns FROM runs) FROM events "
+                      "ORDER BY event_id").fetchall()
+        warnings, count = db.sql("SELECT warnings, event_count FROM runs").fetchall()[0]
+    expected = [(k, e.get("name"), e.get("ph"), None if "ts" not in e else int(Decimal(str(e["ts"])) * 1000))
+                for k, e in enumerate(variant.objects)]
+    assert rows == expected
+    assert result.events == count == len(variant.objects)
+    assert dict(warnings) == ({**base_warnings, **variant.warnings} if variant.objects else variant.warnings)
+
+
+def test_empty_runs_work_everywhere(tmp_path):
+    """A store holding runs with no events answers every view and report; next to a real run,
+    the real run's rows are the same as in a store without the empty runs."""
+    empty = [write_trace_bytes(tmp_path / "a.json", b'{"traceEvents": []}'),
+             write_trace_bytes(tmp_path / "b.json", b"[]")]
+    real = shared_dir() / SMALL
+    alone, mixed = tmp_path / "alone", tmp_path / "mixed"
+    real_id = traceduck.ingest(real, store=alone, jobs=1)[0].run_id
+    traceduck.ingest(empty + [real], store=mixed, jobs=1)
+    with traceduck.open(mixed) as db:
+        runs = db.sql("SELECT name, event_count, start_ns, warnings FROM runs ORDER BY name").fetchall()
+        assert [(n, c, s, dict(w)) for n, c, s, w in runs if n != real.name.removesuffix(".json")] == [
+            ("a", 0, None, {"traceEvents holds no events": 1}), ("b", 0, None, {"traceEvents holds no events": 1})]
+        for name, _kind, _doc in db.relations():
+            db.sql(f"SELECT * FROM {name}").fetchall()
+        for name in all_reports():
+            columns, rows = run_report(db, name)  # every run: the empty ones included
+            assert columns
+            for empty_run in ("a", "b"):
+                run_report(db, name, runs=[empty_run])
+            with traceduck.open(alone) as only:
+                assert run_report(db, name, runs=[real_id]) == run_report(only, name), name
+    for args in (["diff", "a", "b"], ["diff", real_id, "a", "--by", "call_site"], ["export", "a", "-o", tmp_path / "a.json.out"]):
+        p = _cli(*args, "--store", mixed)
+        assert p.returncode == 0, p.stderr
+    assert json.loads((tmp_path / "a.json.out").read_text()) == {"traceEvents": []}
+
+
+WRITE_HINT = ("Make the store writable for this user, or pass --store with a directory you can write; "
+              "reading this store (runs, sql, report) needs no write access.")
+
+
+def _unprivileged() -> list[str]:
+    """A command prefix under which the kernel enforces permission bits. Root bypasses them
+    (CAP_DAC_OVERRIDE), so as root the command runs through `setpriv` with every capability
+    dropped: still uid 0, the owner of the test's files, so the owner bits apply."""
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("running as root without setpriv: permission bits cannot be enforced")
+    return [setpriv, "--bounding-set=-all", "--inh-caps=-all", "--"]
+
+
+@pytest.mark.parametrize("locked", ["store,runs,tmp", "runs", "store"])
+def test_store_that_cannot_be_written(locked, tmp_path):
+    """Ingest and catalog on a store this user may not write fail with one line naming the
+    store, and leave it as it was; reading a read-only store keeps working."""
+    store = tmp_path / "store"
+    first = traceduck.ingest(SAMPLES / "buggy.json.gz", store=store, jobs=1)[0]
+    dirs = {"store": store, "runs": store / "runs", "tmp": store / "tmp"}
+    prefix = _unprivileged()
+    for d in locked.split(","):
+        dirs[d].chmod(0o555)
+    try:
+        before = snapshot(store)
+        ingest = _cli_as(prefix, "ingest", SAMPLES / "fixed.json.gz", "--store", store)
+        denied = {"store,runs,tmp": store / "tmp", "runs": store / "runs", "store": None}[locked]
+        if denied is None:
+            assert ingest.returncode == 0, ingest.stderr
+        else:
+            assert (ingest.returncode, ingest.stdout) == (1, "")
+            assert ingest.stderr == (f"Error: cannot write to the store {store} (Permission denied: {denied}). "
+                                     f"{WRITE_HINT}\n")
+            assert snapshot(store) == before
+        catalog = _cli_as(prefix, "catalog", "--store", store)
+        if locked == "runs":
+            assert catalog.returncode == 0, catalog.stderr
+        else:
+            where = store / "tmp" if "tmp" in locked else store
+            assert catalog.stderr == (f"Error: cannot write to the store {store} (Permission denied: {where}). "
+                                      f"{WRITE_HINT}\n")
+            assert not list((store / "tmp").iterdir())
+        if locked != "store,runs,tmp":
+            return
+        runs = _cli_as(prefix, "runs", "--store", store, "--format", "json")
+        assert runs.returncode == 0, runs.stderr
+        assert first.run_id in {r["run_id"] for r in json.loads(runs.stdout)}
+        sql = _cli_as(prefix, "sql", "SELECT count(*) AS n FROM events WHERE run_id = ?".replace("?", f"'{first.run_id}'"),
+                      "--store", store, "--format", "json")
+        assert json.loads(sql.stdout) == [{"n": first.events}]
+        report = _cli_as(prefix, "report", "top-ops", "--run", first.run_id, "--store", store, "--format", "json")
+        assert report.returncode == 0 and json.loads(report.stdout), report.stderr
+    finally:
+        for d in dirs.values():
+            d.chmod(0o755)
+
+
+def _cli_as(prefix: list[str], *args) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "TRACEDUCK_STORE"}
+    return subprocess.run([*prefix, sys.executable, "-m", "traceduck", *map(str, args)], capture_output=True, text=True,
+                          env=env)
+
+
+def write_trace_bytes(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
 
 
 def test_salvaged_events_are_the_first_ones(tmp_path):

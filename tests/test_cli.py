@@ -103,7 +103,7 @@ def test_export_round_trip_via_cli(store, tmp_path):
     (b"hello world", "Error: {path}: not JSON (starts with b'hello world'). Give a Chrome trace (.json or .json.gz).\n"),
     (b'{"a": 1}', "Error: {path}: not a trace (no traceEvents key). A PyTorch profiler trace is a JSON object with a traceEvents list.\n"),
     (b'{"traceEvents": 3}', "Error: {path}: not a trace (traceEvents is not a list). A PyTorch profiler trace is a JSON object with a traceEvents list.\n"),
-    (b"[1, 2]", "Error: {path}: not a trace (traceEvents item 0 is a int, not an object). A PyTorch profiler trace is a JSON object with a traceEvents list of objects.\n"),
+    (b"[1, 2]", "Error: {path}: not a trace (none of the 2 items of traceEvents is an object). A PyTorch profiler trace is a JSON object with a traceEvents list of objects.\n"),
 ])
 def test_bad_input_is_one_line(tmp_path, store, content, message):
     path = tmp_path / "bad.json"

@@ -155,7 +155,7 @@ def test_failed_ingest_leaves_the_store_exactly_as_it_was(tmp_path):
     broken = tmp_path / "broken.json"  # invalid JSON in the middle of traceEvents
     broken.write_text(text[:cut] + "]]] not json {{{" + text[cut:])
     not_a_trace = tmp_path / "numbers.json"
-    not_a_trace.write_text(json.dumps({"traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": 1}, 7]}))
+    not_a_trace.write_text(json.dumps({"traceEvents": [7, "a"]}))  # items, but none is an event
     for bad in (broken, not_a_trace):
         with pytest.raises(InputError):
             traceduck.ingest(bad, store=store)

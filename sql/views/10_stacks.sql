@@ -1,7 +1,10 @@
--- Rules that decide which Python frames are not the user's code when finding a call site: a
--- frame whose file matches any pattern (SQL LIKE) is skipped. Seeded with torch itself,
--- `<...>` pseudo-files and interpreter paths; the standard library is in `stdlib_modules`.
--- Change the rule for a session with INSERT or DELETE on this table.
+-- Rules that decide, by a frame's file path, which Python frames are not the user's code when
+-- finding a call site: a frame whose file matches any pattern (SQL LIKE) is skipped. Seeded with
+-- torch's own files (relative `torch/...` as the profiler writes them, or absolute), code torch.compile
+-- generated, `<...>` pseudo-files (`<frozen os>`, `<string>`), and absolute paths of installed
+-- packages and the standard library (`.../site-packages/...`, `.../dist-packages/...`,
+-- `.../lib/python3.11/...`). Any other path, relative or absolute, is the user's code unless
+-- `stdlib_functions` says otherwise. Change the rules for a session with INSERT or DELETE.
 CREATE TABLE IF NOT EXISTS call_site_rules (
   -- LIKE pattern matched against stacks.file, e.g. 'torch/%'.
   pattern VARCHAR,
@@ -9,16 +12,24 @@ CREATE TABLE IF NOT EXISTS call_site_rules (
   reason VARCHAR
 );
 
--- Python standard library top-level module names (from sys.stdlib_module_names): a frame whose
--- file's first path component is one of these (`typing.py`, `concurrent/futures/...`) is skipped.
-CREATE TABLE IF NOT EXISTS stdlib_modules (
-  -- Module name, e.g. 'contextlib'.
-  name VARCHAR
+-- The standard library's functions, by file. The profiler writes a file relative to the sys.path
+-- entry it was found under, so the standard library's copy.py is written `copy.py`, like a user's
+-- own `copy.py` next to their script: a frame is the standard library's when its file is one of
+-- these and its function is defined there (a user's `copy.py(3): save_weights` is a call site,
+-- `copy.py(128): deepcopy` is not). A package directory named like a standard module (a user's
+-- `code/model.py`) is not a file listed here. Rows come from Python 3.11's standard library
+-- (tests and demos left out); add rows for a session to cover functions of other versions.
+CREATE TABLE IF NOT EXISTS stdlib_functions (
+  -- File relative to the standard library's directory, as the profiler writes it: 'copy.py', 'concurrent/futures/thread.py'.
+  file VARCHAR,
+  -- A function the file defines, or a code name it has ('<genexpr>', '<lambda>', '<listcomp>'); '<module>' is not listed.
+  function VARCHAR
 );
 
 -- Call site and module path of every interned Python stack. The call site is the innermost frame
--- of the user's code: built-ins and `nn.Module: X` pseudo-frames (no file), frames matching
--- `call_site_rules`, and standard-library frames are skipped. The one place this rule lives.
+-- of the user's code: built-ins and `nn.Module: X` pseudo-frames (no file), frames whose file
+-- matches `call_site_rules`, and frames of standard-library functions (`stdlib_functions`) are
+-- skipped. The one place this rule lives.
 -- @column run_id VARCHAR Run the stack belongs to.
 -- @column stack_id BIGINT The stack (see `stacks`).
 -- @column call_site VARCHAR Innermost user frame, `file(line): function`; NULL when the stack has none.
@@ -30,7 +41,7 @@ WITH frames AS (
   SELECT s.run_id, s.stack_id, s.frame_index, s.frame, s.file, s.line,
          s.file IS NOT NULL
            AND NOT EXISTS (SELECT 1 FROM call_site_rules r WHERE s.file LIKE r.pattern)
-           AND regexp_replace(split_part(s.file, '/', 1), '\.py$', '') NOT IN (SELECT name FROM stdlib_modules)
+           AND NOT EXISTS (SELECT 1 FROM stdlib_functions f WHERE f.file = s.file AND f.function = s.function)
            AS is_user
   FROM stacks s
 )

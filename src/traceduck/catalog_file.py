@@ -28,15 +28,40 @@ def write_catalog(store: Store) -> Path:
         raise StoreError(f"no runs in {store.path}", "Ingest a trace first: the catalog's views need Parquet files to read")
     target = store.path / CATALOG_FILE
     tmp = store.path / "tmp" / f"catalog.{uuid.uuid4().hex[:8]}.duckdb"
-    tmp.parent.mkdir(exist_ok=True)
-    duckdb.connect(str(tmp), config={"storage_compatibility_version": STORAGE_VERSION}).close()  # set at creation
+    try:
+        tmp.parent.mkdir(exist_ok=True)
+        # made by the OS first, so a refusal names the directory and its reason, not a random file name
+        os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+        os.unlink(tmp)
+    except OSError as e:
+        raise store.cannot_write(f"{e.strerror}: {tmp.parent}") from None
+    try:
+        duckdb.connect(str(tmp), config={"storage_compatibility_version": STORAGE_VERSION}).close()  # set at creation
+    except duckdb.IOException as e:
+        raise store.cannot_write(_first_line(e)) from None
     db = Database(store, database=str(tmp))
     try:
         db.con.execute("CHECKPOINT")
     finally:
         db.close()
-    os.replace(tmp, target)
+    try:
+        os.replace(tmp, target)
+    except OSError as e:
+        _remove(tmp)
+        raise store.cannot_write(f"{e.strerror}: {store.path}") from None
     wal = Path(str(tmp) + ".wal")
     if wal.exists():
         wal.unlink()
     return target
+
+
+def _first_line(e: Exception) -> str:
+    return str(e).strip().splitlines()[0].removeprefix("IO Error: ")
+
+
+def _remove(path: Path) -> None:
+    for p in (path, Path(str(path) + ".wal")):
+        try:
+            p.unlink()
+        except OSError:
+            pass

@@ -25,6 +25,8 @@ class Diff:
         def side(run: dict) -> str:
             if run["steps"]:
                 return f"{run['name']} {run['step_ns'] / 1e6:,.3f} ms/step ({run['steps']} steps)"
+            if run["span_ns"] is None:
+                return f"{run['name']} (no events)"
             return f"{run['name']} {run['span_ns'] / 1e6:,.3f} ms (no profiler steps)"
 
         return f"A: {side(self.a)}; B: {side(self.b)}"

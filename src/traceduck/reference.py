@@ -6,18 +6,28 @@ They are tables (not constants baked into SQL) so a session can change them, e.g
 
 from __future__ import annotations
 
-import sys
+from functools import cache
+from pathlib import Path
 
 import pyarrow as pa
 
 from .dtypes import DTYPES, SCALAR_TYPE_CODES, SCALAR_TYPE_NAMES
 
+# Paths that are not the user's code. The profiler writes a file relative to the `sys.path` entry
+# it was found under (`torch/nn/modules/module.py`, `copy.py`, the user's `model/layers.py`), so
+# the absolute patterns catch what older profilers wrote and files outside `sys.path`.
 CALL_SITE_RULES = [
     ("torch/%", "torch itself"),
     ("%/torch/%", "torch itself (absolute path)"),
+    ("%/torchinductor_%/%", "code torch.compile generated (Inductor's cache directory)"),
     ("<%", "interpreter pseudo-file such as <frozen os> or <string>"),
-    ("%/lib/python3.%", "the standard library by absolute path (the profiler writes site-packages paths relative)"),
+    ("%/site-packages/%", "an installed package (absolute path)"),
+    ("%/dist-packages/%", "an installed package (absolute path, Debian layout)"),
+    ("%/lib/python_.%/%", "the standard library or an installed package (absolute path)"),
+    ("%/lib64/python_.%/%", "the standard library or an installed package (absolute path, lib64 layout)"),
 ]
+# The standard library's files and the functions each defines (scripts/make_stdlib_table.py).
+STDLIB_FUNCTIONS = Path(__file__).resolve().parent / "stdlib_functions.txt"
 
 # (op name, source input, destination input, input whose dtype the result takes, dtype code in
 # Concrete Inputs[1], always copies, writes the whole destination). Ops that do not always copy
@@ -61,8 +71,17 @@ def dtype_rows() -> pa.Table:
     })
 
 
-def stdlib_module_names() -> list[str]:
-    return sorted(sys.stdlib_module_names)
+@cache
+def stdlib_function_rows() -> pa.Table:
+    """(file, function) for every function of the standard library, files relative to its directory."""
+    files, names = [], []
+    for line in STDLIB_FUNCTIONS.read_text().splitlines():
+        if line and not line.startswith("#"):
+            file, _, defined = line.partition("\t")
+            for name in defined.split(" "):
+                files.append(file)
+                names.append(name)
+    return pa.table({"file": pa.array(files, pa.string()), "function": pa.array(names, pa.string())})
 
 
 def tables() -> dict[str, pa.Table]:
@@ -72,7 +91,7 @@ def tables() -> dict[str, pa.Table]:
     return {
         "dtypes": dtype_rows(),
         "call_site_rules": pa.table({"pattern": list(rules[0]), "reason": list(rules[1])}),
-        "stdlib_modules": pa.table({"name": stdlib_module_names()}),
+        "stdlib_functions": stdlib_function_rows(),
         "copy_ops": pa.table({
             "name": list(ops[0]),
             "source_input": pa.array(ops[1], pa.int32()),

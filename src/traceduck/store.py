@@ -45,6 +45,8 @@ OLD_SUFFIX = ".old"  # a replaced run on its way out, when it cannot be swapped 
 _RUN_ID = re.compile(r"[0-9a-f]{1,64}")
 _RENAME_EXCHANGE = 2  # renameat2 flag (Linux): swap two paths atomically
 _AT_FDCWD = -100
+WRITE_HINT = ("Make the store writable for this user, or pass --store with a directory you can write; "
+              "reading this store (runs, sql, report) needs no write access")
 
 # The tmp directories this process is writing, with the descriptor holding each one's lock.
 # Process-wide because POSIX locks are: opening and closing another descriptor of a lock file
@@ -84,6 +86,8 @@ class Store:
                 (self.path / "runs").mkdir(parents=True, exist_ok=True)
                 (self.path / "tmp").mkdir(exist_ok=True)
             except OSError as e:
+                if self.path.is_dir():  # it exists: it is this user who may not write it
+                    raise self.cannot_write(e) from None
                 raise StoreError(f"cannot create store {self.path} ({e.strerror})") from None
             self.remove_leftovers()
 
@@ -112,9 +116,22 @@ class Store:
     def table_glob(self, table: str) -> str:
         return str(self.runs_dir / "*" / f"{table}.parquet")
 
+    def cannot_write(self, e: OSError | str) -> StoreError:
+        """The error for a store this process may read but not write (permissions, a read-only
+        file system); `e` says why, and where."""
+        if isinstance(e, OSError):
+            e = f"{e.strerror}: {e.filename}" if e.filename else (e.strerror or str(e))
+        return StoreError(f"cannot write to the store {self.path} ({e})", WRITE_HINT)
+
     def new_tmp_dir(self, run_id: str) -> Path:
         """A fresh tmp directory for writing a run, locked for this process's lifetime;
         `publish` or `discard` gives it up."""
+        try:
+            return self._new_tmp_dir(run_id)
+        except OSError as e:
+            raise self.cannot_write(f"{e.strerror}: {self.tmp_dir}") from None
+
+    def _new_tmp_dir(self, run_id: str) -> Path:
         self.tmp_dir.mkdir(parents=True, exist_ok=True)
         with _held_mutex:
             for _attempt in range(100):
@@ -143,12 +160,15 @@ class Store:
             try:
                 os.rename(tmp, target)
                 return True
-            except OSError:
+            except OSError as e:
                 if not target.is_dir():
-                    raise
+                    raise self.cannot_write(f"{e.strerror}: {self.runs_dir}") if _is_write_denied(e) else e
             if not replace:  # another process published the same content first
                 return False
-            _replace(tmp, target)
+            try:
+                _replace(tmp, target)
+            except OSError as e:
+                raise self.cannot_write(f"{e.strerror}: {self.runs_dir}") if _is_write_denied(e) else e
             return True
         finally:
             self.discard(tmp)
@@ -201,6 +221,10 @@ class Store:
                 except OSError:
                     pass
         return total
+
+
+def _is_write_denied(e: OSError) -> bool:
+    return e.errno in (errno.EACCES, errno.EPERM, errno.EROFS)
 
 
 def _lock_path(tmp: Path) -> Path:

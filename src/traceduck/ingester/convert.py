@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import json
+from itertools import islice
 from math import prod
 from collections import Counter
 from dataclasses import dataclass, field
@@ -112,20 +113,21 @@ class NeedExact(Exception):
 
 
 class NotAnEvent(Exception):
-    """An item of traceEvents is not a JSON object."""
+    """An item of traceEvents is not a JSON object (it is skipped, as trace viewers do)."""
 
-    def __init__(self, index: int, value: object) -> None:
+    def __init__(self, index: int) -> None:
         super().__init__(index)
         self.index = index
-        self.kind = type(value).__name__
 
 
 @dataclass
 class ChunkResult:
     chunk: int
-    count: int
+    count: int  # events: the chunk's items that are objects
     stacks: dict[int, tuple[str, int]] = field(default_factory=dict)
     warnings: Counter = field(default_factory=Counter)
+    items: int = 0  # traceEvents items in the chunk, skipped ones included
+    skipped: list[int] = field(default_factory=list)  # positions in the chunk of items that are not objects
 
 
 def dumps_json(value: object) -> str:
@@ -218,8 +220,23 @@ class ChunkConverter:
         self.ev: dict[str, list] = {f.name: [] for f in EVENT_PART_SCHEMA if f.name in _BUILT_BY_ADD}
         # args grouped by their key tuple: (event indexes, value tuples); converted column-wise
         self.arg_groups: dict[tuple, tuple[list[int], list[tuple]]] = {}
+        self.items = 0  # traceEvents items added, objects or not
+        self.skipped: list[int] = []  # positions (among the items added) of items that are not objects
 
-    def add(self, events: list) -> None:
+    def add(self, items: list) -> None:
+        """Add traceEvents items: objects become events, anything else is skipped and its
+        position kept, so event indexes count objects only."""
+        begin = 0
+        while True:
+            try:
+                self._add(items, begin)
+                break
+            except NotAnEvent as e:
+                self.skipped.append(self.items + e.index)
+                begin = e.index + 1
+        self.items += len(items)
+
+    def _add(self, items: list, begin: int) -> None:
         ev = self.ev
         c_phase, c_cat, c_name = ev["phase"].append, ev["category"].append, ev["name"].append
         c_pid, c_tid = ev["pid"].append, ev["tid"].append
@@ -231,10 +248,11 @@ class ChunkConverter:
         flow_keys = _FLOW_KEYS
         lim = _EXACT_FLOAT_LIMIT
         ilim = _INT_US_LIMIT
-        start = len(ev["phase"])
-        for n, e in enumerate(events):
+        # `start + n` is the event index of item n (the items before `begin` are done)
+        start = len(ev["phase"]) - begin
+        for n, e in enumerate(items if begin == 0 else islice(items, begin, None), begin):
             if e.__class__ is not dict:
-                raise NotAnEvent(start + n, e)
+                raise NotAnEvent(n)
             ph = e.get("ph")
             cat = e.get("cat")
             name = e.get("name")
@@ -401,7 +419,7 @@ class ChunkConverter:
                        out_dir / f"events-{self.chunk:06d}.parquet", compression=PART_COMPRESSION)
         pq.write_table(self._args_table(), out_dir / f"args-{self.chunk:06d}.parquet", compression=PART_COMPRESSION)
         pq.write_table(self._shapes_table(), out_dir / f"shapes-{self.chunk:06d}.parquet", compression=PART_COMPRESSION)
-        return ChunkResult(self.chunk, n, dict(self.stacks.nodes), self.warnings)
+        return ChunkResult(self.chunk, n, dict(self.stacks.nodes), self.warnings, self.items, list(self.skipped))
 
     def _shapes_table(self) -> pa.Table:
         """One row per input of each op with `Input Dims` (TensorList: one per member)."""

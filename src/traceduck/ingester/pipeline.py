@@ -25,7 +25,7 @@ from .. import __version__
 from ..catalog import arrow_schemas
 from ..errors import InputError
 from ..store import LAYOUT_VERSION, Store, content_run_id
-from .convert import ChunkConverter, ChunkResult, NotAnEvent, convert_chunk
+from .convert import ChunkConverter, ChunkResult, convert_chunk
 from .frames import StackInterner, split_frame
 from .nesting import Nester
 from .reader import ChunkedEvents, NotParseable, RawSource, TraceLayout
@@ -60,6 +60,9 @@ KNOWN_CATEGORIES = (
     "SAMPLE", "__metadata",
 )
 LONG_NAME_CHARS = 1 << 16
+NO_EVENTS = "traceEvents holds no events"
+# Positions of skipped traceEvents items listed in the warning's key, at most.
+LISTED_POSITIONS = 20
 
 Progress = Callable[[int, int], None]  # (raw bytes read, events converted)
 
@@ -144,6 +147,10 @@ def ingest_file(path: Path, store: Store, name: str | None = None, labels: dict[
             raise InputError(f"{path}: the gzip stream ends early (after its JSON text, at byte {cut.offset:,} of the "
                              f"decompressed text, after {count:,} complete events)",
                              f"Re-run with --salvage to keep the {count:,} complete events")
+        read_warnings.update(layout.warnings)
+        read_warnings.update(_item_warnings(path, results))
+        if not results:  # an empty traceEvents: every table is still written, empty
+            results.append(ChunkConverter(0, exact=True).write(parts))
         watch.lap("parse+convert")
         count, overlaps, op_overlaps, warnings = _merge(path, tmp, parts, layout, results, run_id, jobs, watch)
         warnings.update(read_warnings)
@@ -213,7 +220,7 @@ def _convert_or_fallback(text: bytes, chunk: int, parts: str) -> ChunkResult:
     either reads it or reports where it breaks."""
     try:
         return convert_chunk(text, chunk, parts)
-    except (ValueError, RecursionError, OverflowError, NotAnEvent, Fault, pa.ArrowException) as e:
+    except (ValueError, RecursionError, OverflowError, Fault, pa.ArrowException) as e:
         # JSON and UTF-8 errors are ValueErrors; a Fault is damage the chunk repair could not fix
         raise NotParseable(str(e)) from None
 
@@ -230,18 +237,35 @@ def _convert_streaming(path: Path, parts: Path, progress: Progress | None, salva
             try:
                 conv.add(batch)
                 results.append(conv.write(parts))
-            except NotAnEvent as e:
-                raise InputError(f"{path}: not a trace (traceEvents item {done + e.index:,} is a {e.kind}, not an object)",
-                                 "A PyTorch profiler trace is a JSON object with a traceEvents list of objects") from None
             except (ValueError, RecursionError, OverflowError, TypeError, pa.ArrowException) as e:
                 raise InputError(f"{path}: cannot convert traceEvents items {done:,} to {done + len(batch) - 1:,} "
                                  f"({type(e).__name__}: {e})", "Re-run with --debug and report it") from None
             done += len(batch)
             if progress:
                 progress(src.raw_bytes_read, stream.count)
-        if not results:
-            results.append(ChunkConverter(0, exact=True).write(parts))
         return stream.layout, results, stream.warnings, stream.cut
+
+
+def _item_warnings(path: Path, results: list[ChunkResult]) -> Counter:
+    """Warnings about the traceEvents list as a whole: no events, or items that are not objects
+    (skipped, as trace viewers skip them; their positions among the items are listed, the first
+    LISTED_POSITIONS of them, in the warning's key). A list with items but no object at all is
+    not a trace."""
+    skipped: list[int] = []
+    items = 0
+    for r in results:
+        skipped.extend(items + k for k in r.skipped)
+        items += r.items
+    if skipped and len(skipped) == items:
+        raise InputError(f"{path}: not a trace (none of the {items:,} items of traceEvents is an object)",
+                         "A PyTorch profiler trace is a JSON object with a traceEvents list of objects")
+    if not items:
+        return Counter({NO_EVENTS: 1})
+    if not skipped:
+        return Counter()
+    listed = ", ".join(str(k) for k in skipped[:LISTED_POSITIONS])
+    more = f" (the first {LISTED_POSITIONS})" if len(skipped) > LISTED_POSITIONS else ""
+    return Counter({f"traceEvents items that are not objects (skipped), at positions {listed}{more}": len(skipped)})
 
 
 def _int_or_none(v: object) -> int | None:

@@ -11,18 +11,23 @@ from __future__ import annotations
 import json
 import re
 import zlib
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
 from ..errors import InputError
+from .repair import TRAILING_COMMA, Fault, repair_text
 
 BLOCK = 8 << 20
 _SPLIT = re.compile(rb"\}\s*,\s*\{")
 _STRUCT = re.compile(rb'["{}\[\]]')
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.S)
 _WS = b" \t\r\n"
+# Trailers longer than this are parsed strictly: repairing every candidate end of the events
+# array would cost a scan of the rest of the buffer each.
+_LENIENT_TAIL = 1 << 20
 
 
 class NotParseable(Exception):
@@ -36,6 +41,7 @@ class TraceLayout:
     trace_format: str  # "object" or "array"
     header: dict = field(default_factory=dict)  # top-level keys before traceEvents
     trailer: dict = field(default_factory=dict)  # top-level keys after traceEvents
+    warnings: Counter = field(default_factory=Counter)  # what reading the top level repaired
 
     @property
     def metadata(self) -> dict:
@@ -164,11 +170,27 @@ def _find_events_start(buf: bytes) -> tuple[int, int] | None:
         pos = m.start() + 1
 
 
-def _parse_header(text: bytes) -> dict:
+def _loads_lenient(text: bytes, warnings: Counter) -> object:
+    """A small piece of top-level JSON (header, trailer); lexical damage and trailing commas
+    are repaired as the streaming parser would, and counted."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    try:
+        fixed, found = repair_text(text)
+        value = json.loads(fixed)
+    except (Fault, ValueError):
+        raise NotParseable("top-level keys") from None
+    warnings.update(found)
+    return value
+
+
+def _parse_header(text: bytes, warnings: Counter) -> dict:
     text = text.rstrip()
-    if text.endswith(b","):
+    if text.endswith(b","):  # the comma before the "traceEvents" key
         text = text[:-1]
-    value = json.loads(text + b"}")
+    value = _loads_lenient(text + b"}", warnings)
     if not isinstance(value, dict):
         raise NotParseable("header")
     return value
@@ -218,11 +240,12 @@ class ChunkedEvents:
                     raise NotParseable("no traceEvents list before the end of the file")
                 continue
             key_start, events_start = found
+            warnings: Counter = Counter()
             try:
-                header = _parse_header(buf[start:start + key_start])
+                header = _parse_header(buf[start:start + key_start], warnings)
             except (ValueError, NotParseable):
                 raise NotParseable("header") from None
-            self.layout = TraceLayout("object", header=header)
+            self.layout = TraceLayout("object", header=header, warnings=warnings)
             self._buf = buf[start + events_start:]
             return self.layout
 
@@ -264,8 +287,10 @@ class ChunkedEvents:
     def _finish(self, buf: bytes) -> tuple[bytes, dict]:
         """Split the last buffer into (remaining events text, trailer keys).
 
-        The array's closing `]` is the last `]` whose tail parses as the rest of the top-level
-        object and whose last event parses; trailers can hold `]` inside strings and lists.
+        The array's closing `]` is the last `]` after an object whose tail parses as the rest of
+        the top-level object and whose last item parses; trailers can hold `]` inside strings and
+        lists. A trailing comma before that `]` (or before the object's closing `}`) is dropped
+        and counted, as trace viewers accept it.
         """
         assert self.layout is not None
         pos = len(buf)
@@ -275,8 +300,12 @@ class ChunkedEvents:
                 break
             pos = p
             head = buf[:p].rstrip()
+            found: Counter = Counter()
+            if head.endswith(b","):
+                head = head[:-1].rstrip()
+                found[TRAILING_COMMA] += 1
             if head and not head.endswith(b"}"):
-                continue
+                continue  # the last item is not an object (rare): the streaming parser finds the end
             tail = buf[p + 1:].strip()
             if self.layout.trace_format == "array":
                 if tail:
@@ -285,14 +314,21 @@ class ChunkedEvents:
             elif tail == b"}":
                 trailer = {}
             elif tail.startswith(b",") and tail.endswith(b"}"):
-                try:
-                    trailer = json.loads(b"{" + tail[1:])
-                except ValueError:
-                    continue
+                rest = tail[1:].lstrip()
+                if rest == b"}":
+                    found[TRAILING_COMMA] += 1
+                    trailer = {}
+                else:
+                    try:
+                        trailer = (_loads_lenient(b"{" + rest, found) if len(rest) < _LENIENT_TAIL
+                                   else json.loads(b"{" + rest))
+                    except (NotParseable, ValueError):
+                        continue
             else:
                 continue
             if isinstance(trailer, dict) and (not head or _parses(head[self._last_event_start(head):])):
-                return buf[:p], trailer
+                self.layout.warnings.update(found)
+                return head, trailer
         raise NotParseable("end of traceEvents not found")
 
     @staticmethod

@@ -10,7 +10,8 @@ repaired here where the intent is unambiguous, and counted:
 - a `\\` that starts no valid escape is a literal backslash;
 - raw control characters in strings are escaped; lone UTF-16 surrogate escapes and invalid
   UTF-8 become U+FFFD;
-- bare `NaN` / `Infinity` (not JSON) become the string `"NaN"` / numbers too large for a double.
+- bare `NaN` / `Infinity` (not JSON) become the string `"NaN"` / numbers too large for a double;
+- a comma before `]` or `}` (a trailing comma, which trace viewers accept) is dropped.
 
 Clean text is matched by one regular expression per block, so repair costs one C-speed scan
 plus Python work only at the damaged spots.
@@ -28,14 +29,17 @@ CONTROL_CHAR = "string with raw control characters (escaped)"
 LONE_SURROGATE = "string with a lone UTF-16 surrogate escape (replaced with U+FFFD)"
 INVALID_UTF8 = "invalid UTF-8 sequence (replaced with U+FFFD)"
 NAN_OR_INFINITY = "NaN or Infinity (not JSON)"
+TRAILING_COMMA = "trailing comma before ] or } (ignored)"
 
 _VALID_ESCAPE = rb'\\["\\/bfnrt]|\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|\\u(?![dD][89a-fA-F])[0-9a-fA-F]{4}'
 _BODY = re.compile(rb'(?:[^"\\\x00-\x1f]++|' + _VALID_ESCAPE + rb')*+')
 # Runs of text with nothing to repair: strings whose closing quote is followed by what may
-# follow a string, and anything outside strings but control characters, non-ASCII, N and I.
+# follow a string, commas followed by something other than `]` `}`, and anything else outside
+# strings but control characters, non-ASCII, N and I.
 _CLEAN = re.compile(rb'(?:"(?:[^"\\\x00-\x1f]++|' + _VALID_ESCAPE + rb')*+"(?=[ \t\r\n]*+[,:}\]])'
-                    rb'|[^"\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\xffNI]++)*+')
+                    rb'|[^",\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\xffNI]++|,(?=[ \t\r\n]*+[^ \t\r\n}\]]))*+')
 _FOLLOW = re.compile(rb'[ \t\r\n]*+([,:}\]])?')
+_BLANKS = re.compile(rb'[ \t\r\n]*+')
 _CONSTANTS = {b"NaN": b'"NaN"', b"Infinity": b"1e999"}  # -Infinity: the '-' is copied as is
 _REPLACEMENT = "\ufffd".encode()
 
@@ -81,6 +85,8 @@ class Repairer:
                     got = self._string(buf, pos, base, final)
                 elif c in b"NI":
                     got = self._constant(buf, pos, base, final)
+                elif c == 0x2C:  # ',' before `]` `}` or before the end of the block
+                    got = self._comma(buf, pos, final)
                 else:
                     raise Fault(base + pos, "a control character outside a string" if c < 0x20 else
                                 f"an unexpected byte 0x{c:02x} outside a string")
@@ -150,6 +156,13 @@ class Repairer:
                 warn.add(CONTROL_CHAR)
                 parts.append(b"\\u%04x" % c)
                 p += 1
+
+    def _comma(self, buf: bytes, pos: int, final: bool) -> tuple[bytes, int] | None:
+        if _BLANKS.match(buf, pos + 1).end() >= len(buf):
+            # what follows is in the next block; at the very end, the parser reports the cut
+            return None if not final else (b",", pos + 1)
+        self.warnings[TRAILING_COMMA] += 1
+        return b"", pos + 1
 
     def _constant(self, buf: bytes, pos: int, base: int, final: bool) -> tuple[bytes, int] | None:
         for word, value in _CONSTANTS.items():
