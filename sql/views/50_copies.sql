@@ -58,7 +58,7 @@ WITH c AS (
 ), with_parent AS (
   SELECT r.*, p.name AS parent_op_name, pc.dest_dtype_guess AS parent_dst_dtype, pc.dest_elem_guess AS parent_dst_elem
   FROM resolved r
-  LEFT JOIN (SELECT run_id, event_id, name FROM events WHERE cpu_op_id = event_id) p
+  LEFT JOIN (SELECT run_id, event_id, name FROM events WHERE is_cpu_op) p
     ON p.run_id = r.run_id AND p.event_id = r.parent_op_id
   LEFT JOIN (SELECT run_id, event_id, coalesce(dest_input_dtype, code_dtype) AS dest_dtype_guess,
                     CASE WHEN dest_input_dtype IS NOT NULL THEN dest_input_elem ELSE code_elem END AS dest_elem_guess
