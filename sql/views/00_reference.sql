@@ -1,11 +1,21 @@
--- Macros over event names, built from traceduck's Python vocabulary (the same patterns ingest
--- uses) and defined in every connection before these files run:
---   step_number(name): N of a 'ProfilerStep#N' name (regex ^ProfilerStep#(\d+)$), else NULL;
---     step_windows (at ingest) and `steps` find the profiler steps with it.
---   is_launch_call_name(name): a runtime/driver call that starts device work: kernel and graph
---     launches, async copies and sets (XPU's USM fills too), MTIA's runFunction
---     (regex (?i)(launch|memcpy|memset|usm(enqueue)?fill)|^runFunction\b).
---   is_graph_launch_name(name): a CUDA/HIP graph launch (regex GraphLaunch).
+-- Macros over event names: the one definition of each pattern, used by the views and by ingest
+-- (which finds step_windows with step_number).
+
+-- N of a `ProfilerStep#N` name, the annotation `prof.step()` writes around each profiler step;
+-- NULL for any other name (and for N beyond BIGINT).
+CREATE OR REPLACE MACRO step_number(name) AS TRY_CAST(regexp_extract(name, '^ProfilerStep#(\d+)$', 1) AS BIGINT);
+
+-- True for a runtime/driver call that starts device work: kernel and graph launches
+-- (cudaLaunchKernel, cuLaunchKernelEx, hipExtModuleLaunchKernel, cudaGraphLaunch,
+-- urEnqueueKernelLaunch, ...), async copies and sets (cudaMemcpyAsync, cudaMemsetAsync,
+-- urEnqueueUSMMemcpy, XPU's urEnqueueUSMFill and piextUSMEnqueueFill, MTIA's enqueueCommand
+-- memcpyHtoDAsync) and MTIA's kernel submission (runFunction - job_prep_and_submit_for_execution).
+-- A macro, not a table of patterns: DuckDB compiles a constant pattern once, a pattern read from a
+-- table once per row.
+CREATE OR REPLACE MACRO is_launch_call_name(name) AS regexp_matches(name, '(?i)(launch|memcpy|memset|usm(enqueue)?fill)|^runFunction\b');
+
+-- True for the launch of a captured CUDA/HIP graph (one call, many kernels).
+CREATE OR REPLACE MACRO is_graph_launch_name(name) AS regexp_matches(name, 'GraphLaunch');
 
 -- Event categories: every spelling of `cat` that PyTorch's profiler (Kineto) writes, 2021 on
 -- (legacy Operator, Runtime, Kernel, Memcpy, Memset included), and a few of other tracers, with
@@ -14,7 +24,7 @@
 -- (events.is_cpu_op). The views select runtime calls (is_runtime) and device work (kernel,
 -- memcpy, memset) by these rows, for every backend: CUDA, ROCm, XPU, PrivateUse1 and MTIA write
 -- their device work under the same categories. Categories not listed are kept and counted in
--- runs.warnings.
+-- runs.warnings. The rows come from traceduck's Python vocabulary (one source).
 CREATE TABLE IF NOT EXISTS event_categories (
   -- The category exactly as written in `cat` (matching is case-sensitive: legacy 'Kernel' is its own row).
   category VARCHAR,

@@ -120,6 +120,11 @@ def view_files() -> list[tuple[Path, str, list[Relation]]]:
     return out
 
 
+def reference_sql() -> str:
+    """sql/views/00_reference.sql: the reference tables (empty) and the macros over event names."""
+    return next(text for path, text, _ in view_files() if path.name == "00_reference.sql")
+
+
 def documented_relations() -> dict[str, Relation]:
     """Every documented table and view: the store's tables, then the views in load order."""
     rels = dict(tables())

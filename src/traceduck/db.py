@@ -96,8 +96,6 @@ class Database:
 
     def _create_views(self) -> None:
         self._refresh(again=True)
-        for macro in reference.macros():
-            self.con.execute(macro)
         for path, text, relations in view_files():
             try:
                 self.con.execute(text)
@@ -106,10 +104,7 @@ class Database:
                                  "The store may come from another traceduck version: re-ingest its traces with --force") from None
             for rel in relations:
                 self._comment(rel, rel.kind.upper())
-        for table, rows in reference.tables().items():
-            self.con.register("_rows", rows)
-            self.con.execute(f"INSERT INTO {table} SELECT * FROM _rows")
-            self.con.unregister("_rows")
+        reference.fill(self.con)
 
     def _create_tables(self, runs: list[str]) -> None:
         self._check_columns(runs)

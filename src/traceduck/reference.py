@@ -1,7 +1,7 @@
 """The vocabulary traceduck reads traces with, defined once: reference rows loaded into every
-connection (event categories, dtypes, call-site rules, copy ops) and the name patterns behind the
-SQL macros step_number(), is_launch_call_name() and is_graph_launch_name(). Ingest and the views
-both read them from here.
+connection (event categories, dtypes, call-site rules, copy ops). Ingest and the views both read
+them from here; the name patterns (ProfilerStep#N, launch calls) are SQL macros in
+sql/views/00_reference.sql, which ingest loads too.
 
 The rows are tables (not constants baked into SQL) so a session can change them, e.g.
 `INSERT INTO call_site_rules VALUES ('vendored/%', 'vendored library')`. Ingest classifies events
@@ -14,6 +14,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 
+import duckdb
 import pyarrow as pa
 
 from .dtypes import DTYPES, SCALAR_TYPE_CODES, SCALAR_TYPE_NAMES
@@ -112,18 +113,6 @@ EVENT_CATEGORIES = [
     Category("SAMPLE", "other", "Chrome trace viewer samples"),
 ]
 
-# Event names, as RE2/Python regular expressions (the SQL macros are built from them).
-# ProfilerStep#N: the annotation `prof.step()` writes around each profiler step.
-STEP_NAME_PATTERN = r"^ProfilerStep#(\d+)$"
-# Runtime/driver calls that start device work: kernel and graph launches (cudaLaunchKernel,
-# cuLaunchKernelEx, hipExtModuleLaunchKernel, cudaGraphLaunch, urEnqueueKernelLaunch, ...), async
-# copies and sets (cudaMemcpyAsync, cudaMemsetAsync, urEnqueueUSMMemcpy, XPU's urEnqueueUSMFill and
-# piextUSMEnqueueFill, MTIA's enqueueCommand memcpyHtoDAsync) and MTIA's kernel submission
-# (runFunction - job_prep_and_submit_for_execution).
-LAUNCH_CALL_PATTERN = r"(?i)(launch|memcpy|memset|usm(enqueue)?fill)|^runFunction\b"
-# The launches of a captured CUDA/HIP graph (one call, many kernels).
-GRAPH_LAUNCH_PATTERN = r"GraphLaunch"
-
 
 def categories(*kinds: str) -> tuple[str, ...]:
     """The category spellings of these kinds."""
@@ -134,21 +123,6 @@ DEVICE_CATEGORIES = categories(*DEVICE_KINDS)
 OP_CATEGORIES = categories("op")
 STEP_CATEGORIES = categories(*STEP_MARKER_KINDS)
 KNOWN_CATEGORIES = tuple(c.name for c in EVENT_CATEGORIES)
-
-
-def _literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
-def macros() -> list[str]:
-    """SQL macros over event names. Macros, not tables: DuckDB compiles a constant pattern once,
-    and a pattern read from a table once per row (100x slower on a million events)."""
-    return [
-        f"CREATE OR REPLACE MACRO step_number(name) AS "
-        f"TRY_CAST(regexp_extract(name, {_literal(STEP_NAME_PATTERN)}, 1) AS BIGINT)",
-        f"CREATE OR REPLACE MACRO is_launch_call_name(name) AS regexp_matches(name, {_literal(LAUNCH_CALL_PATTERN)})",
-        f"CREATE OR REPLACE MACRO is_graph_launch_name(name) AS regexp_matches(name, {_literal(GRAPH_LAUNCH_PATTERN)})",
-    ]
 
 
 def event_category_rows() -> pa.Table:
@@ -214,6 +188,15 @@ def dtype_rows() -> pa.Table:
 
 def stdlib_module_names() -> list[str]:
     return sorted(sys.stdlib_module_names)
+
+
+def fill(con: duckdb.DuckDBPyConnection, names: list[str] | None = None) -> None:
+    """Insert the rows of the reference tables (all, or these) into their empty tables on a connection."""
+    for table, rows in tables().items():
+        if names is None or table in names:
+            con.register("_reference_rows", rows)
+            con.execute(f"INSERT INTO {table} SELECT * FROM _reference_rows")
+            con.unregister("_reference_rows")
 
 
 def tables() -> dict[str, pa.Table]:

@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .. import __version__, reference
-from ..catalog import arrow_schemas, schema_stamp
+from ..catalog import arrow_schemas, reference_sql, schema_stamp
 from ..errors import InputError
 from ..store import Store, content_run_id
 from .convert import ChunkConverter, ChunkResult, NotAnEvent, convert_chunk
@@ -250,9 +250,8 @@ def _merge(path: Path, tmp: Path, parts: Path, layout: TraceLayout, results: lis
     con = duckdb.connect(config={"threads": max(1, jobs), "memory_limit": MERGE_MEMORY,
                                  "temp_directory": str(tmp / "spill")})
     try:
-        for macro in reference.macros():
-            con.execute(macro)
-        con.register("event_categories", reference.event_category_rows())
+        con.execute(reference_sql())  # the name macros, and the reference tables to fill
+        reference.fill(con, ["event_categories"])
         # Sort the timeline events by track and time, in DuckDB; nest them in batches.
         con.execute("CREATE TEMP TABLE p AS SELECT ?::BIGINT[] AS offsets, ?::VARCHAR[] AS timeline_phases",
                     [offsets, list(TIMELINE_PHASES)])
