@@ -89,7 +89,7 @@ CREATE TABLE events (
   self_dur_ns BIGINT,
   -- Nesting depth on the track (0 = top level; NULL for events not on a timeline: M, flows, counters).
   depth INTEGER,
-  -- True for events that run on a device (kernels, memcpy, memset, GPU annotations).
+  -- True for events that run on a device: kernels, memcpy, memset, device annotations (category with is_device in `event_categories`).
   on_device BOOLEAN,
   -- The innermost CPU op (cpu_op, or legacy Operator without '#') that is this event or contains it on its thread.
   cpu_op_id BIGINT,
@@ -97,6 +97,10 @@ CREATE TABLE events (
   parent_op_id BIGINT,
   -- The outermost CPU op that is this event or contains it on its thread (the top-level op).
   top_op_id BIGINT,
+  -- True when the event is a CPU op (is_op category in `event_categories`, not a legacy annotation such as Operator ProfilerStep#3, on a timeline): cpu_op_id = event_id.
+  is_cpu_op BOOLEAN,
+  -- True when the event is a CPU op that no other CPU op on its thread contains: top_op_id = event_id.
+  is_top_level_op BOOLEAN,
   -- Profiler step whose CPU window (see `step_windows`) contains the start of this CPU event; NULL on devices.
   step BIGINT,
   -- The `External id` arg (links CPU ops, runtime calls and kernels), or NULL.

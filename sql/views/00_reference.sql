@@ -1,3 +1,51 @@
+-- Macros over event names: the one definition of each pattern, used by the views and by ingest
+-- (which finds step_windows with step_number).
+
+-- N of a `ProfilerStep#N` name, the annotation `prof.step()` writes around each profiler step;
+-- NULL for any other name (and for N beyond BIGINT).
+CREATE OR REPLACE MACRO step_number(name) AS TRY_CAST(regexp_extract(name, '^ProfilerStep#(\d+)$', 1) AS BIGINT);
+
+-- True for a runtime/driver call that starts device work: kernel and graph launches
+-- (cudaLaunchKernel, cuLaunchKernelEx, hipExtModuleLaunchKernel, cudaGraphLaunch,
+-- urEnqueueKernelLaunch, ...), async copies and sets (cudaMemcpyAsync, cudaMemsetAsync,
+-- urEnqueueUSMMemcpy, XPU's urEnqueueUSMFill and piextUSMEnqueueFill, MTIA's enqueueCommand
+-- memcpyHtoDAsync) and MTIA's kernel submission (runFunction - job_prep_and_submit_for_execution).
+-- A macro, not a table of patterns: DuckDB compiles a constant pattern once, a pattern read from a
+-- table once per row.
+CREATE OR REPLACE MACRO is_launch_call_name(name) AS regexp_matches(name, '(?i)(launch|memcpy|memset|usm(enqueue)?fill)|^runFunction\b');
+
+-- True for the launch of a captured CUDA/HIP graph (one call, many kernels).
+CREATE OR REPLACE MACRO is_graph_launch_name(name) AS regexp_matches(name, 'GraphLaunch');
+
+-- Event categories: every spelling of `cat` that PyTorch's profiler (Kineto) writes, 2021 on
+-- (legacy Operator, Runtime, Kernel, Memcpy, Memset included), and a few of other tracers, with
+-- what their events are. Ingest reads the same rows: events of is_device categories get
+-- events.on_device and nest apart from CPU threads; is_op events are the CPU ops
+-- (events.is_cpu_op). The views select runtime calls (is_runtime) and device work (kernel,
+-- memcpy, memset) by these rows, for every backend: CUDA, ROCm, XPU, PrivateUse1 and MTIA write
+-- their device work under the same categories. Categories not listed are kept and counted in
+-- runs.warnings. The rows come from traceduck's Python vocabulary (one source).
+CREATE TABLE IF NOT EXISTS event_categories (
+  -- The category exactly as written in `cat` (matching is case-sensitive: legacy 'Kernel' is its own row).
+  category VARCHAR,
+  -- What its events are: op, annotation, python, instant, runtime, sync, kernel, memcpy, memset, device_annotation, flow, counter, profiler, metadata or other.
+  kind VARCHAR,
+  -- True when its events run on a device (kind kernel, memcpy, memset or device_annotation): events.on_device.
+  is_device BOOLEAN,
+  -- True for device work (kind kernel, memcpy or memset): what gpu_kernels, gpu_memcpys, gpu_memsets and activity count.
+  is_device_work BOOLEAN,
+  -- True for host runtime and driver calls (kind runtime); those named like a launch are `launch_calls`.
+  is_runtime BOOLEAN,
+  -- True for CPU operators (kind op): events.is_cpu_op, except names matching annotation_name_like.
+  is_op BOOLEAN,
+  -- Names of this category LIKE this pattern are record_function annotations, not ops ('%#%' for legacy Operator), else NULL.
+  annotation_name_like VARCHAR,
+  -- True when a ProfilerStep#N event of this category opens a profiler step's window (kind annotation or op).
+  is_step_marker BOOLEAN,
+  -- Who writes the category, e.g. 'Kineto 2021 (old name of cpu_op)'.
+  origin VARCHAR
+);
+
 -- Element types: every Kineto `Input type` name seen in real traces and every c10::ScalarType
 -- code (as written in `Concrete Inputs`, e.g. the dtype argument of aten::to), with element sizes.
 -- Non-tensor entries (Scalar, ScalarList, TensorList, GenericList, Int, Bool, Double, '') are

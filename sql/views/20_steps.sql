@@ -11,10 +11,11 @@
 -- @column gpu_dur_ns BIGINT Length of the GPU-side annotation, ns (NULL when absent).
 CREATE OR REPLACE VIEW steps AS
 WITH gpu AS (
-  SELECT run_id, TRY_CAST(regexp_extract(name, '^ProfilerStep#(\d+)$', 1) AS BIGINT) AS step,
+  SELECT run_id, step_number(name) AS step,
          min(ts_ns) AS gpu_ts_ns, max(ts_ns + dur_ns) - min(ts_ns) AS gpu_dur_ns
   FROM events
-  WHERE phase = 'X' AND category = 'gpu_user_annotation' AND name LIKE 'ProfilerStep#%'
+  WHERE phase = 'X' AND category IN (SELECT category FROM event_categories WHERE kind = 'device_annotation')
+    AND step_number(name) IS NOT NULL
   GROUP BY ALL
 )
 SELECT w.run_id, w.step, w.event_id, w.ts_ns, w.dur_ns, w.ts_ns + w.dur_ns AS end_ns, g.gpu_ts_ns, g.gpu_dur_ns

@@ -25,11 +25,11 @@
 CREATE OR REPLACE VIEW cpu_ops AS
 SELECT o.run_id, o.event_id, o.name, o.pid, o.tid, o.ts_ns, o.dur_ns, o.self_dur_ns,
        o.parent_id, o.parent_op_id, o.depth,
-       o.top_op_id = o.event_id AS is_top_level,
+       o.is_top_level_op AS is_top_level,
        o.top_op_id, t.name AS top_op_name,
        o.external_id, o.seq_num, o.stack_id, cs.call_site, cs.module_path, o.step
 FROM events o
-LEFT JOIN (SELECT run_id, event_id, name FROM events WHERE top_op_id = event_id) t
+LEFT JOIN (SELECT run_id, event_id, name FROM events WHERE is_top_level_op) t
   ON t.run_id = o.run_id AND t.event_id = o.top_op_id
 LEFT JOIN call_sites cs ON cs.run_id = o.run_id AND cs.stack_id = o.stack_id
-WHERE o.cpu_op_id = o.event_id;
+WHERE o.is_cpu_op;

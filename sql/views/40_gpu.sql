@@ -1,8 +1,9 @@
 -- Runtime and driver calls that start GPU work: kernel launches (cudaLaunchKernel,
 -- cuLaunchKernelEx, hipExtModuleLaunchKernel, ...), graph launches (cudaGraphLaunch,
--- hipGraphLaunch), async copies and sets (cudaMemcpyAsync, cudaMemsetAsync), in every schema
--- (`cuda_runtime`, `cuda_driver`, legacy `Runtime`, `mtia_runtime`), with the ids of the CPU ops
--- around them but not their names: the cheap base of `launches` and `gpu_work`.
+-- hipGraphLaunch), async copies and sets (cudaMemcpyAsync, cudaMemsetAsync), in every runtime
+-- category of `event_categories` (`cuda_runtime`, `cuda_driver`, legacy `Runtime`, `xpu_runtime`,
+-- `privateuse1_runtime`, `mtia_runtime`, ...; names by is_launch_call_name), with the ids of the
+-- CPU ops around them but not their names: the cheap base of `launches` and `gpu_work`.
 -- @column run_id VARCHAR Run of the call.
 -- @column event_id BIGINT The runtime/driver event.
 -- @column name VARCHAR Call name, e.g. cudaLaunchKernel.
@@ -18,11 +19,11 @@
 -- @column step BIGINT Profiler step whose window contains the call.
 CREATE OR REPLACE VIEW launch_calls AS
 SELECT run_id, event_id, name, pid, tid, ts_ns, dur_ns, correlation,
-       regexp_matches(name, 'GraphLaunch') AS is_graph_launch,
+       is_graph_launch_name(name) AS is_graph_launch,
        cpu_op_id AS op_event_id, top_op_id AS top_op_event_id, stack_id, step
 FROM events
-WHERE phase = 'X' AND category IN ('cuda_runtime', 'cuda_driver', 'Runtime', 'mtia_runtime', 'hip_runtime')
-  AND regexp_matches(name, '(?i)(launch|memcpy|memset)');
+WHERE phase = 'X' AND category IN (SELECT category FROM event_categories WHERE is_runtime)
+  AND is_launch_call_name(name);
 
 -- Every call of `launch_calls` with the names of the CPU ops around it and its Python call site.
 -- @column run_id VARCHAR Run of the call.
@@ -46,15 +47,16 @@ SELECT l.run_id, l.event_id, l.name, l.pid, l.tid, l.ts_ns, l.dur_ns, l.correlat
        l.op_event_id, o.name AS op_name, l.top_op_event_id, t.name AS top_op_name,
        l.stack_id, cs.call_site, l.step
 FROM launch_calls l
-LEFT JOIN (SELECT run_id, event_id, name FROM events WHERE cpu_op_id = event_id) o
+LEFT JOIN (SELECT run_id, event_id, name FROM events WHERE is_cpu_op) o
   ON o.run_id = l.run_id AND o.event_id = l.op_event_id
-LEFT JOIN (SELECT run_id, event_id, name FROM events WHERE top_op_id = event_id) t
+LEFT JOIN (SELECT run_id, event_id, name FROM events WHERE is_top_level_op) t
   ON t.run_id = l.run_id AND t.event_id = l.top_op_event_id
 LEFT JOIN call_sites cs ON cs.run_id = l.run_id AND cs.stack_id = l.stack_id;
 
 -- GPU work (kernels, copies, sets) linked by correlation to the runtime call that launched it,
 -- with the ids of that call's CPU ops, its stack and its profiler step, but no names: the cheap
--- base for utilization (`activity`). `gpu_work` adds the names.
+-- base for utilization (`activity`). `gpu_work` adds the names. `kinds` lists device work kinds
+-- of `event_categories` ('kernel', 'memcpy', 'memset'); work_kind says which one a row is.
 CREATE OR REPLACE MACRO device_work(kinds) AS TABLE
 SELECT g.run_id, g.event_id, g.name, g.ts_ns, g.dur_ns,
        coalesce(g.device, TRY_CAST(g.pid AS BIGINT)) AS device,
@@ -62,27 +64,29 @@ SELECT g.run_id, g.event_id, g.name, g.ts_ns, g.dur_ns,
        g.correlation, l.event_id AS launch_event_id, l.name AS launch_name,
        g.ts_ns - l.ts_ns AS queue_delay_ns,
        l.op_event_id, l.top_op_event_id, l.stack_id, coalesce(l.is_graph_launch, false) AS is_graph_launched,
-       l.step, g.category
+       l.step, g.category, c.kind AS work_kind
 FROM events g
+JOIN event_categories c ON c.category = g.category AND c.is_device_work AND list_contains(kinds, c.kind)
 LEFT JOIN launch_calls l ON l.run_id = g.run_id AND l.correlation = g.correlation
-WHERE g.phase = 'X' AND lower(g.category) IN (SELECT unnest(kinds));
+WHERE g.phase = 'X';
 
 -- GPU work (kernels, copies, sets) linked to the runtime call that launched it (by correlation),
 -- the CPU op that made that call, the op's Python call site and the profiler step. One macro
--- for the three kinds; the views below select one kind each.
+-- for the three kinds (see device_work); the views below select one kind each.
 CREATE OR REPLACE MACRO gpu_work(kinds) AS TABLE
 SELECT w.run_id, w.event_id, w.name, w.ts_ns, w.dur_ns, w.device, w.stream, w.correlation,
        w.launch_event_id, w.launch_name, w.queue_delay_ns,
        w.op_event_id, o.name AS op_name, t.name AS top_op_name, cs.call_site, w.is_graph_launched,
        w.step, w.category
 FROM device_work(kinds) w
-LEFT JOIN (SELECT run_id, event_id, name FROM events WHERE cpu_op_id = event_id) o
+LEFT JOIN (SELECT run_id, event_id, name FROM events WHERE is_cpu_op) o
   ON o.run_id = w.run_id AND o.event_id = w.op_event_id
-LEFT JOIN (SELECT run_id, event_id, name FROM events WHERE top_op_id = event_id) t
+LEFT JOIN (SELECT run_id, event_id, name FROM events WHERE is_top_level_op) t
   ON t.run_id = w.run_id AND t.event_id = w.top_op_event_id
 LEFT JOIN call_sites cs ON cs.run_id = w.run_id AND cs.stack_id = w.stack_id;
 
--- Every GPU kernel (`kernel`, legacy `Kernel`) with its launch, the CPU op behind it, the op's
+-- Every GPU kernel (`kernel`, legacy `Kernel`, MTIA's `mtia_ccp_events`; every category of kind
+-- kernel in `event_categories`, for CUDA, ROCm, XPU, PrivateUse1 and MTIA devices) with its launch, the CPU op behind it, the op's
 -- Python call site, whether it came from a CUDA/HIP graph, and the profiler step of its launch
 -- (GPU work often runs after its step's CPU window has ended). Kernels of one graph launch all
 -- link to that launch and its op: which op inside the captured graph issued each kernel cannot be
@@ -107,7 +111,7 @@ LEFT JOIN call_sites cs ON cs.run_id = w.run_id AND cs.stack_id = w.stack_id;
 CREATE OR REPLACE VIEW gpu_kernels AS
 SELECT * EXCLUDE (category) FROM gpu_work(['kernel']);
 
--- Every GPU memory copy (`gpu_memcpy`, legacy `Memcpy`) with its size, copy kind and launch.
+-- Every GPU memory copy (`gpu_memcpy`, legacy `Memcpy`: kind memcpy in `event_categories`) with its size, copy kind and launch.
 -- @column run_id VARCHAR Run of the copy.
 -- @column event_id BIGINT The copy event.
 -- @column name VARCHAR Event name, e.g. 'Memcpy HtoD (Pageable -> Device)'.
@@ -132,9 +136,9 @@ SELECT w.* EXCLUDE (category),
        (SELECT coalesce(a.int_value, TRY_CAST(a.real_value AS BIGINT), TRY_CAST(regexp_extract(a.string_value, '(\d+)', 1) AS BIGINT))
           FROM args a WHERE a.run_id = w.run_id AND a.event_id = w.event_id AND a.key = 'bytes') AS bytes,
        nullif(regexp_extract(w.name, 'Memcpy (\w+)', 1), '') AS copy_kind
-FROM gpu_work(['gpu_memcpy', 'memcpy']) w;
+FROM gpu_work(['memcpy']) w;
 
--- Every GPU memory set (`gpu_memset`, legacy `Memset`) with its size and launch.
+-- Every GPU memory set (`gpu_memset`, legacy `Memset`: kind memset in `event_categories`) with its size and launch.
 -- @column run_id VARCHAR Run of the set.
 -- @column event_id BIGINT The set event.
 -- @column name VARCHAR Event name, e.g. 'Memset (Device)'.
@@ -157,4 +161,4 @@ CREATE OR REPLACE VIEW gpu_memsets AS
 SELECT w.* EXCLUDE (category),
        (SELECT coalesce(a.int_value, TRY_CAST(a.real_value AS BIGINT), TRY_CAST(regexp_extract(a.string_value, '(\d+)', 1) AS BIGINT))
           FROM args a WHERE a.run_id = w.run_id AND a.event_id = w.event_id AND a.key = 'bytes') AS bytes
-FROM gpu_work(['gpu_memset', 'memset']) w;
+FROM gpu_work(['memset']) w;

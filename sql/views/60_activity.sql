@@ -11,18 +11,17 @@
 -- @column end_ns BIGINT End, ns.
 CREATE OR REPLACE VIEW activity AS
 SELECT run_id, 'cpu' AS lane, NULL::BIGINT AS device, 'cpu_op' AS kind, step, event_id, ts_ns, ts_ns + dur_ns AS end_ns
-FROM events WHERE cpu_op_id = event_id AND top_op_id = event_id  -- the rows of cpu_ops WHERE is_top_level
+FROM events WHERE is_top_level_op  -- the rows of cpu_ops WHERE is_top_level
 UNION ALL
 SELECT run_id, 'gpu:' || coalesce(device::VARCHAR, '?'), device,
-       CASE WHEN lower(category) IN ('gpu_memcpy', 'memcpy') THEN 'memcpy'
-            WHEN lower(category) IN ('gpu_memset', 'memset') THEN 'memset'
+       CASE WHEN work_kind IN ('memcpy', 'memset') THEN work_kind
             -- the rule runs once per distinct kernel name, not once per kernel
-            WHEN name IN (SELECT name FROM events WHERE phase = 'X' AND lower(category) = 'kernel' GROUP BY name
+            WHEN name IN (SELECT name FROM events WHERE phase = 'X' AND category IN (SELECT category FROM event_categories WHERE kind = 'kernel') GROUP BY name
                           HAVING regexp_matches(any_value(name),
                                  '(?i)(nccl|rccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|sendrecv|broadcast)'))
             THEN 'communication' ELSE 'compute' END,
        step, event_id, ts_ns, ts_ns + dur_ns
-FROM device_work(['kernel', 'gpu_memcpy', 'memcpy', 'gpu_memset', 'memset']);
+FROM device_work(['kernel', 'memcpy', 'memset']);
 
 -- Busy time by interval union (overlapping intervals counted once) of the `activity` rows whose
 -- kind is in `kinds`, per run and lane; per step too when by_step is true (else step is NULL),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -119,6 +120,11 @@ def view_files() -> list[tuple[Path, str, list[Relation]]]:
     return out
 
 
+def reference_sql() -> str:
+    """sql/views/00_reference.sql: the reference tables (empty) and the macros over event names."""
+    return next(text for path, text, _ in view_files() if path.name == "00_reference.sql")
+
+
 def documented_relations() -> dict[str, Relation]:
     """Every documented table and view: the store's tables, then the views in load order."""
     rels = dict(tables())
@@ -137,3 +143,13 @@ def arrow_schemas() -> dict[str, pa.Schema]:
         out[name] = con.sql(f"SELECT * FROM {name}").to_arrow_table().schema
     con.close()
     return out
+
+
+@lru_cache(maxsize=1)
+def schema_stamp() -> str:
+    """Name of the empty file ingest leaves in each run it writes: a hash of the tables' columns
+    and types, so that a reader knows a run has this version's columns with one stat, without
+    reading the footers of its Parquet files."""
+    text = "\n".join(f"{table}: " + ", ".join(f"{f.name} {f.type}" for f in schema)
+                     for table, schema in arrow_schemas().items())
+    return "schema-" + hashlib.sha256(text.encode()).hexdigest()[:16]

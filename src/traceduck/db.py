@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import shlex
 import threading
 import time
 import uuid
@@ -12,9 +13,11 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from . import reference
-from .catalog import Relation, documented_relations, tables, view_files
+from .catalog import Relation, arrow_schemas, documented_relations, schema_stamp, tables, view_files
 from .errors import QueryError, RunSelectionError, StoreError, did_you_mean, with_suggestion
 from .store import LAYOUT_VERSION, Store
 
@@ -82,6 +85,7 @@ class Database:
         self._by_glob = run_ids is None and database != ":memory:"
         self._listed: list[str] | None = None  # the runs whose files the tables read now
         self._kinds: dict[str, str] = {}  # table -> "VIEW" (over Parquet files) or "TABLE" (empty)
+        self._current: set[str] = set()  # runs whose files have every column this version reads
         self._mutex = threading.Lock()
         if not store.path.is_dir():
             raise StoreError(f"no store at {store.path}", "Run `traceduck ingest TRACE` first, or pass --store")
@@ -100,12 +104,10 @@ class Database:
                                  "The store may come from another traceduck version: re-ingest its traces with --force") from None
             for rel in relations:
                 self._comment(rel, rel.kind.upper())
-        for table, rows in reference.tables().items():
-            self.con.register("_rows", rows)
-            self.con.execute(f"INSERT INTO {table} SELECT * FROM _rows")
-            self.con.unregister("_rows")
+        reference.fill(self.con)
 
     def _create_tables(self, runs: list[str]) -> None:
+        self._check_columns(runs)
         for rel in tables().values():
             kind = "VIEW" if runs else "TABLE"
             if self._kinds.get(rel.name, kind) != kind:
@@ -137,6 +139,48 @@ class Database:
             raise StoreError(f"{len(old)} run(s) in {self.store.path} were written by another traceduck version "
                              f"(table layout {old[0][1] or 1}, this version reads layout {LAYOUT_VERSION}): {names}",
                              "Re-ingest their traces with `traceduck ingest TRACE --force`")
+
+    def _check_columns(self, runs: list[str]) -> None:
+        """Stop at runs whose files lack columns this version reads (written by another version):
+        the tables read files by column name, so such a run would read NULL there and the views
+        would answer wrongly without a word (cpu_ops would miss its ops)."""
+        stale = []
+        for run in runs:
+            if run in self._current:
+                continue
+            if (self.store.run_dir(run) / schema_stamp()).exists():  # written with these columns
+                self._current.add(run)
+                continue
+            try:
+                missing = self._missing_columns(run)
+            except OSError:
+                continue  # being replaced right now: checked when listed again
+            if missing:
+                stale.append((run, missing))
+            else:
+                self._current.add(run)
+        if stale:
+            run, missing = stale[0]
+            try:
+                source = pq.read_table(self.store.run_dir(run) / "runs.parquet", columns=["source_path"])[0][0].as_py()
+            except (OSError, KeyError, IndexError, pa.ArrowException):
+                source = "TRACE"
+            command = f"traceduck ingest {shlex.quote(source)} --store {shlex.quote(str(self.store.path))} --force"
+            if len(stale) == 1:
+                raise StoreError(f"run {run} in {self.store.path} comes from another traceduck version ({missing})",
+                                 f"Re-ingest its trace: {command}")
+            raise StoreError(f"run {run} and {len(stale) - 1} more in {self.store.path} come from another traceduck "
+                             f"version ({missing})", f"Re-ingest their traces with --force, e.g. {command}")
+
+    def _missing_columns(self, run: str) -> str:
+        """What the run's files lack of this version's tables, e.g. 'events lacks is_cpu_op', or ''."""
+        out = []
+        for table, schema in arrow_schemas().items():
+            have = set(pq.read_schema(self.store.run_dir(run) / f"{table}.parquet").names)
+            lacking = [c for c in schema.names if c not in have]
+            if lacking:
+                out.append(f"{table} lacks {', '.join(lacking)}")
+        return "; ".join(out)
 
     def _refresh(self, again: bool = False) -> None:
         """List the published runs anew; re-point the tables when the list changed (or `again`)."""

@@ -1,17 +1,146 @@
-"""Reference rows loaded into every connection: dtypes, call-site rules, copy ops.
+"""The vocabulary traceduck reads traces with, defined once: reference rows loaded into every
+connection (event categories, dtypes, call-site rules, copy ops). Ingest and the views both read
+them from here; the name patterns (ProfilerStep#N, launch calls) are SQL macros in
+sql/views/00_reference.sql, which ingest loads too.
 
-They are tables (not constants baked into SQL) so a session can change them, e.g.
-`INSERT INTO call_site_rules VALUES ('vendored/%', 'vendored library')`.
+The rows are tables (not constants baked into SQL) so a session can change them, e.g.
+`INSERT INTO call_site_rules VALUES ('vendored/%', 'vendored library')`. Ingest classifies events
+with the rows as shipped (events.on_device, events.is_cpu_op): changing event_categories in a
+session changes what the views select, not what ingest stored.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+import duckdb
 import pyarrow as pa
 
 from .dtypes import DTYPES, SCALAR_TYPE_CODES, SCALAR_TYPE_NAMES
+
+
+@dataclass(frozen=True)
+class Category:
+    """One spelling of a trace event category (`cat`) and what its events are."""
+
+    name: str  # exactly as written in `cat`
+    kind: str  # one of KINDS
+    origin: str  # who writes it
+    # Names of this category LIKE this are record_function annotations, not ops (legacy Operator).
+    annotation_name_like: str | None = None
+
+
+# What the events of a category are. Device work (kernel, memcpy, memset) is what the GPU views
+# and utilization count; device_annotation also runs on the device's timeline but is not work.
+KINDS = {
+    "op": "CPU operator",
+    "annotation": "CPU-side record_function range (ProfilerStep#N, user ranges)",
+    "python": "Python frame (with_stack)",
+    "instant": "CPU instant event ([memory] allocations and frees)",
+    "runtime": "host runtime or driver call; the ones named like a launch start device work",
+    "sync": "host-device synchronization record",
+    "kernel": "device work: a kernel",
+    "memcpy": "device work: a memory copy",
+    "memset": "device work: a memory set",
+    "device_annotation": "record_function range on the device's timeline",
+    "flow": "flow arrow (s/t/f) between events",
+    "counter": "counter samples",
+    "profiler": "the profiler's own spans and records",
+    "metadata": "process and thread metadata",
+    "other": "known, not used by traceduck's views",
+}
+DEVICE_WORK_KINDS = ("kernel", "memcpy", "memset")
+DEVICE_KINDS = (*DEVICE_WORK_KINDS, "device_annotation")
+# A `ProfilerStep#N` event of these kinds (on the CPU) opens a profiler step's window.
+STEP_MARKER_KINDS = ("annotation", "op")
+
+# Every category PyTorch's profiler (Kineto) writes, 2021 on, and a few other tracers' ones;
+# anything else is kept and counted in runs.warnings as an unknown category.
+EVENT_CATEGORIES = [
+    Category("cpu_op", "op", "Kineto 2023+"),
+    Category("Operator", "op", "Kineto 2021 (old name of cpu_op)", annotation_name_like="%#%"),
+    Category("user_annotation", "annotation", "Kineto"),
+    Category("python_function", "python", "Kineto, with_stack=True"),
+    Category("cpu_instant_event", "instant", "Kineto"),
+    Category("Memory", "instant", "Kineto 2021"),
+    Category("cuda_runtime", "runtime", "Kineto: CUDA runtime; HIP calls on ROCm too"),
+    Category("cuda_driver", "runtime", "Kineto: CUDA driver (cuLaunchKernel, cuLaunchKernelEx)"),
+    Category("Runtime", "runtime", "Kineto 2021 (old name of cuda_runtime)"),
+    Category("hip_runtime", "runtime", "HIP runtime under its own name"),
+    Category("mtia_runtime", "runtime", "Kineto: MTIA"),
+    Category("xpu_runtime", "runtime", "Kineto: Intel XPU"),
+    Category("xpu_driver", "runtime", "Kineto: Intel XPU"),
+    Category("privateuse1_runtime", "runtime", "Kineto: PrivateUse1 (out-of-tree) backends"),
+    Category("privateuse1_driver", "runtime", "Kineto: PrivateUse1 (out-of-tree) backends"),
+    Category("hpu_op", "runtime", "Kineto: Intel Gaudi (HPU) host runtime"),
+    Category("glow_runtime", "runtime", "Kineto: Glow"),
+    Category("cuda_sync", "sync", "Kineto: CUDA"),
+    Category("cuda_event", "sync", "Kineto: CUDA event records"),
+    Category("xpu_sync", "sync", "Kineto: Intel XPU"),
+    # Kineto writes the kernels, copies and sets of CUDA, ROCm, XPU and PrivateUse1 devices alike
+    # as kernel / gpu_memcpy / gpu_memset.
+    Category("kernel", "kernel", "Kineto: CUDA, ROCm, XPU, PrivateUse1, MTIA"),
+    Category("Kernel", "kernel", "Kineto 2021"),
+    Category("mtia_ccp_events", "kernel", "Kineto: MTIA on-device events (Kineto counts them as kernels)"),
+    Category("gpu_op", "kernel", "device ops of tracers other than Kineto"),
+    Category("gpu_memcpy", "memcpy", "Kineto"),
+    Category("Memcpy", "memcpy", "Kineto 2021"),
+    Category("memcpy", "memcpy", "lower-case spelling of Memcpy"),
+    Category("gpu_memset", "memset", "Kineto"),
+    Category("Memset", "memset", "Kineto 2021"),
+    Category("memset", "memset", "lower-case spelling of Memset"),
+    Category("gpu_user_annotation", "device_annotation", "Kineto"),
+    Category("ac2g", "flow", "Kineto 2023+: launch to device work"),
+    Category("fwdbwd", "flow", "Kineto: forward op to backward node"),
+    Category("async", "flow", "Kineto 2021: launch to device work"),
+    Category("async_cpu_to_gpu", "flow", "Kineto 2022: launch to device work"),
+    Category("async_gpu", "flow", "Kineto 2022: launch to device work"),
+    Category("critical_path", "flow", "critical-path analysis output"),
+    Category("gpu_pm_counter", "counter", "Kineto"),
+    Category("mtia_counters", "counter", "Kineto: MTIA"),
+    Category("Trace", "profiler", "Kineto: the profiling span"),
+    Category("overhead", "profiler", "Kineto: profiler overhead"),
+    Category("cuda_profiler_range", "profiler", "Kineto: CUPTI profiler ranges"),
+    Category("external_correlation", "profiler", "Kineto"),
+    Category("mtia_insight", "profiler", "Kineto: MTIA"),
+    Category("mtia_workloadd", "profiler", "Kineto: MTIA"),
+    Category("xpu_scope_profiler", "profiler", "Kineto: Intel XPU"),
+    Category("collective_comm", "other", "Kineto"),
+    Category("__metadata", "metadata", "Chrome trace viewer"),
+    Category("PERF", "other", "Chrome trace viewer samples"),
+    Category("PREF", "other", "Chrome trace viewer samples"),
+    Category("SAMPLE", "other", "Chrome trace viewer samples"),
+]
+
+
+def categories(*kinds: str) -> tuple[str, ...]:
+    """The category spellings of these kinds."""
+    return tuple(c.name for c in EVENT_CATEGORIES if c.kind in kinds)
+
+
+DEVICE_CATEGORIES = categories(*DEVICE_KINDS)
+OP_CATEGORIES = categories("op")
+STEP_CATEGORIES = categories(*STEP_MARKER_KINDS)
+KNOWN_CATEGORIES = tuple(c.name for c in EVENT_CATEGORIES)
+
+
+def event_category_rows() -> pa.Table:
+    """The event_categories table."""
+    cs = EVENT_CATEGORIES
+    return pa.table({
+        "category": [c.name for c in cs],
+        "kind": [c.kind for c in cs],
+        "is_device": [c.kind in DEVICE_KINDS for c in cs],
+        "is_device_work": [c.kind in DEVICE_WORK_KINDS for c in cs],
+        "is_runtime": [c.kind == "runtime" for c in cs],
+        "is_op": [c.kind == "op" for c in cs],
+        "annotation_name_like": pa.array([c.annotation_name_like for c in cs], pa.string()),
+        "is_step_marker": [c.kind in STEP_MARKER_KINDS for c in cs],
+        "origin": [c.origin for c in cs],
+    })
+
 
 # Paths that are not the user's code. The profiler writes a file relative to the `sys.path` entry
 # it was found under (`torch/nn/modules/module.py`, `copy.py`, the user's `model/layers.py`), so
@@ -84,11 +213,21 @@ def stdlib_function_rows() -> pa.Table:
     return pa.table({"file": pa.array(files, pa.string()), "function": pa.array(names, pa.string())})
 
 
+def fill(con: duckdb.DuckDBPyConnection, names: list[str] | None = None) -> None:
+    """Insert the rows of the reference tables (all, or these) into their empty tables on a connection."""
+    for table, rows in tables().items():
+        if names is None or table in names:
+            con.register("_reference_rows", rows)
+            con.execute(f"INSERT INTO {table} SELECT * FROM _reference_rows")
+            con.unregister("_reference_rows")
+
+
 def tables() -> dict[str, pa.Table]:
     """Rows of each reference table, by table name."""
     rules = list(zip(*CALL_SITE_RULES))
     ops = list(zip(*COPY_OPS))
     return {
+        "event_categories": event_category_rows(),
         "dtypes": dtype_rows(),
         "call_site_rules": pa.table({"pattern": list(rules[0]), "reason": list(rules[1])}),
         "stdlib_functions": stdlib_function_rows(),

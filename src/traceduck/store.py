@@ -1,6 +1,7 @@
 """The store: one directory of runs, each published by one atomic rename.
 
     STORE/runs/<run_id>/<table>.parquet   published runs
+    STORE/runs/<run_id>/schema-<hash>     empty; names the tables' columns the run was written with
     STORE/tmp/<run_id>.<random>/          runs being written (never read)
     STORE/tmp/<run_id>.<random>.lock      held by the writing process for as long as it lives
 

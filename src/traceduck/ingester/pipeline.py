@@ -21,8 +21,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from .. import __version__
-from ..catalog import arrow_schemas
+from .. import __version__, reference
+from ..catalog import arrow_schemas, reference_sql, schema_stamp
 from ..errors import InputError
 from ..store import LAYOUT_VERSION, Store, content_run_id
 from .convert import ChunkConverter, ChunkResult, convert_chunk
@@ -34,31 +34,16 @@ from .streaming import Cut, StreamingEvents
 
 # Below this many raw bytes, worker processes cost more than they save.
 PARALLEL_MIN_BYTES = 24 << 20
-DEVICE_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset", "gpu_user_annotation", "memcpy", "memset",
-                     "gpu_op", "mtia_ccp_events")
+# Event categories (device, op, step marker, known) are traceduck's vocabulary in reference.py,
+# shared with the views.
 TIMELINE_PHASES = ("X", "i", "I", "B", "n", "P")
-# CPU operators (2023+ `cpu_op`, 2021 `Operator`). Legacy record_function annotations written as
-# `Operator` (ProfilerStep#3, enumerate(DataLoader)#...) have a `#` in the name and are not ops.
-OP_CATEGORIES = ("cpu_op", "Operator")
-# A profiler step is the window of a CPU-side `ProfilerStep#N` annotation (legacy traces: an Operator).
-STEP_NAME = re.compile(r"^ProfilerStep#(\d+)$")
-STEP_CATEGORIES = ("user_annotation", "Operator", "cpu_op")
 MERGE_MEMORY = "256MB"  # DuckDB's share while merging; it spills to disk beyond this
 NEST_BATCH = 1 << 18
 _RANK_IN_NAME = re.compile(r"(?:rank|worker)[-_]?(\d+)", re.I)
-# Chrome trace event phases, and the categories PyTorch/Kineto exporters (2021 on) write;
-# anything else is kept and counted in runs.warnings.
+# Chrome trace event phases; anything else (and any category not in reference.EVENT_CATEGORIES)
+# is kept and counted in runs.warnings.
 KNOWN_PHASES = ("B", "E", "X", "i", "I", "C", "b", "n", "e", "s", "t", "f", "P", "N", "O", "D", "M", "R", "c",
                 "(", ")")
-KNOWN_CATEGORIES = (
-    "cpu_op", "user_annotation", "gpu_user_annotation", "gpu_memcpy", "gpu_memset", "kernel", "cuda_runtime",
-    "cuda_driver", "cuda_sync", "cuda_profiler_range", "cpu_instant_event", "python_function", "overhead",
-    "external_correlation", "ac2g", "fwdbwd", "async", "async_cpu_to_gpu", "async_gpu", "Trace", "Operator",
-    "Runtime", "Kernel", "Memcpy", "Memset", "Memory", "mtia_runtime", "mtia_ccp_events", "mtia_insight",
-    "glow_runtime", "hpu_op", "xpu_runtime", "xpu_driver", "privateuse1_runtime", "privateuse1_driver",
-    "collective_comm", "gpu_pm_counter", "gpu_op", "memcpy", "memset", "critical_path", "PERF", "PREF",
-    "SAMPLE", "__metadata",
-)
 LONG_NAME_CHARS = 1 << 16
 NO_EVENTS = "traceEvents holds no events"
 # Positions of skipped traceEvents items listed in the warning's key, at most.
@@ -160,6 +145,7 @@ def ingest_file(path: Path, store: Store, name: str | None = None, labels: dict[
         _write_run_row(tmp, path, run_id, name, labels or {}, layout, count, overlaps, dict(warnings), seconds,
                        salvaged=cut is not None, op_overlaps=op_overlaps)
         store.discard(parts)
+        (tmp / schema_stamp()).touch()
         published = store.publish(tmp, run_id, replace=force)
     except BaseException:
         store.discard(tmp)
@@ -289,22 +275,21 @@ def _merge(path: Path, tmp: Path, parts: Path, layout: TraceLayout, results: lis
     con = duckdb.connect(config={"threads": max(1, jobs), "memory_limit": MERGE_MEMORY,
                                  "temp_directory": str(tmp / "spill")})
     try:
+        con.execute(reference_sql())  # the name macros, and the reference tables to fill
+        reference.fill(con, ["event_categories"])
         # Sort the timeline events by track and time, in DuckDB; nest them in batches.
-        con.execute(
-            "CREATE TEMP TABLE p AS SELECT ?::BIGINT[] AS offsets, ?::VARCHAR[] AS device_categories, "
-            "?::VARCHAR[] AS timeline_phases, ?::VARCHAR[] AS op_categories",
-            [offsets, list(DEVICE_CATEGORIES), list(TIMELINE_PHASES), list(OP_CATEGORIES)],
-        )
+        con.execute("CREATE TEMP TABLE p AS SELECT ?::BIGINT[] AS offsets, ?::VARCHAR[] AS timeline_phases",
+                    [offsets, list(TIMELINE_PHASES)])
         warnings.update(_event_warnings(con, parts))
         windows = _step_windows(con, parts, base_ns)
         reader = con.sql(
-            f"""SELECT hash(list_contains(p.device_categories, lower(coalesce(x.category, ''))), x.pid, x.tid) AS track,
+            f"""SELECT hash(coalesce(c.is_device, false), x.pid, x.tid) AS track,
                        p.offsets[x.chunk + 1] + x.local_idx AS event_id, x.ts_ns,
                        x.ts_ns + greatest(coalesce(x.dur_ns, 0), 0) AS end_ns,
                        CASE WHEN x.category = 'python_function' THEN x.name END AS pyframe, x.call_stack_id,
-                       list_contains(p.op_categories, x.category)
-                         AND NOT (x.category = 'Operator' AND x.name LIKE '%#%') AS is_op
-                FROM read_parquet('{_q(str(parts / "events-*.parquet"))}') x, p
+                       coalesce(c.is_op AND NOT coalesce(x.name LIKE c.annotation_name_like, false), false) AS is_op
+                FROM read_parquet('{_q(str(parts / "events-*.parquet"))}') x
+                LEFT JOIN event_categories c ON c.category = x.category CROSS JOIN p
                 WHERE x.ts_ns IS NOT NULL AND list_contains(p.timeline_phases, x.phase)
                 ORDER BY track, x.ts_ns, end_ns DESC, event_id"""
         ).to_arrow_reader(NEST_BATCH)
@@ -345,7 +330,7 @@ def _event_warnings(con: duckdb.DuckDBPyConnection, parts: Path) -> Counter:
                                     AND (extra IS NULL OR json_extract(extra, '$.dur') IS NULL)),
                    count(*) FILTER (strlen(name) > ?)
             FROM read_parquet('{_q(str(parts / "events-*.parquet"))}')""",
-        [list(KNOWN_PHASES), list(KNOWN_CATEGORIES), LONG_NAME_CHARS]).fetchone()
+        [list(KNOWN_PHASES), list(reference.KNOWN_CATEGORIES), LONG_NAME_CHARS]).fetchone()
     kinds = ("event without ph", "unknown phase (ph)", "unknown category (cat)", "event without ts (not metadata)",
              "complete event (X) without dur", f"name longer than {LONG_NAME_CHARS:,} bytes")
     return Counter({k: n for k, n in zip(kinds, row) if n})
@@ -369,13 +354,13 @@ def _masked(values: np.ndarray, missing: np.ndarray, typ: pa.DataType) -> pa.Arr
 
 def _step_windows(con: duckdb.DuckDBPyConnection, parts: Path, base_ns: int) -> dict[str, np.ndarray]:
     """The CPU ProfilerStep#N annotations of the run, by start: the steps' windows."""
-    rows = con.execute(
-        f"""SELECT p.offsets[x.chunk + 1] + x.local_idx AS event_id, x.ts_ns + ? AS ts_ns, x.dur_ns, x.name
+    found = con.execute(
+        f"""SELECT p.offsets[x.chunk + 1] + x.local_idx AS event_id, x.ts_ns + ? AS ts_ns, x.dur_ns,
+                   step_number(x.name) AS step
             FROM read_parquet('{_q(str(parts / "events-*.parquet"))}') x, p
-            WHERE x.phase = 'X' AND list_contains(?::VARCHAR[], x.category) AND x.name LIKE 'ProfilerStep#%'
+            WHERE x.phase = 'X' AND list_contains(?::VARCHAR[], x.category) AND step_number(x.name) IS NOT NULL
               AND x.ts_ns IS NOT NULL AND x.dur_ns IS NOT NULL
-            ORDER BY ts_ns, event_id""", [base_ns, list(STEP_CATEGORIES)]).fetchall()
-    found = [(eid, ts, dur, int(m.group(1))) for eid, ts, dur, name in rows if (m := STEP_NAME.match(name))]
+            ORDER BY ts_ns, event_id""", [base_ns, list(reference.STEP_CATEGORIES)]).fetchall()
     cols = list(zip(*found)) if found else [(), (), (), ()]
     return {k: np.asarray(v, dtype=np.int64) for k, v in zip(("event_id", "ts_ns", "dur_ns", "step"), cols)}
 
@@ -405,7 +390,7 @@ def _write_events(tmp: Path, parts: Path, results: list[ChunkResult], offsets: l
                   base_ns: int, nester: Nester, windows: dict[str, np.ndarray]) -> None:
     """events.parquet: the parts in file order, with global ids, absolute times and nesting."""
     schema = arrow_schemas()["events"]
-    device = pa.array(list(DEVICE_CATEGORIES))
+    device = pa.array(list(reference.DEVICE_CATEGORIES))
     with _parquet_writer(tmp / "events.parquet", schema) as writer:
         for r, off in zip(results, offsets):
             part = pq.read_table(parts / f"events-{r.chunk:06d}.parquet")
@@ -417,10 +402,11 @@ def _write_events(tmp: Path, parts: Path, results: list[ChunkResult], offsets: l
             cpu_op = nester.cpu_op[sl]
             parent_op = nester.parent_op[sl]
             top_op = nester.top_op[sl]
+            ids = np.arange(off, off + n, dtype=np.int64)
             call_stack = part.column("call_stack_id")
             stack_col = pc.coalesce(call_stack, _masked(stack, stack == 0, pa.int64()))
             ts_abs = pc.add(part.column("ts_ns"), pa.scalar(base_ns, pa.int64()))
-            on_device = pc.is_in(pc.utf8_lower(pc.fill_null(part.column("category"), "")), value_set=device)
+            on_device = pc.is_in(pc.fill_null(part.column("category"), ""), value_set=device)
             ts_np = pc.fill_null(ts_abs, 0).to_numpy()
             cpu_timed = (pc.is_valid(ts_abs).to_numpy(zero_copy_only=False)
                          & ~on_device.to_numpy(zero_copy_only=False))
@@ -430,7 +416,7 @@ def _write_events(tmp: Path, parts: Path, results: list[ChunkResult], offsets: l
             no_self = ~pc.is_valid(dur).to_numpy(zero_copy_only=False) | (depth < 0)
             cols = {
                 "run_id": pa.array([run_id] * n, pa.string()),
-                "event_id": pa.array(np.arange(off, off + n, dtype=np.int64)),
+                "event_id": pa.array(ids),
                 "ts_ns": ts_abs,
                 "self_dur_ns": _masked(self_dur, no_self, pa.int64()),
                 "step": _masked(step, no_step, pa.int64()),
@@ -441,6 +427,8 @@ def _write_events(tmp: Path, parts: Path, results: list[ChunkResult], offsets: l
                 "cpu_op_id": _masked(cpu_op, cpu_op < 0, pa.int64()),
                 "parent_op_id": _masked(parent_op, parent_op < 0, pa.int64()),
                 "top_op_id": _masked(top_op, top_op < 0, pa.int64()),
+                "is_cpu_op": pa.array(cpu_op == ids),
+                "is_top_level_op": pa.array(top_op == ids),
             }
             arrays = [cols[f.name] if f.name in cols else part.column(f.name) for f in schema]
             writer.write_table(pa.Table.from_arrays(arrays, schema=schema))
