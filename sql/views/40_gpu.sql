@@ -52,20 +52,27 @@ LEFT JOIN (SELECT run_id, event_id, name FROM events WHERE top_op_id = event_id)
   ON t.run_id = l.run_id AND t.event_id = l.top_op_event_id
 LEFT JOIN call_sites cs ON cs.run_id = l.run_id AND cs.stack_id = l.stack_id;
 
+-- GPU events (kernels, copies, sets) of the given categories with their device and stream, not
+-- linked to their launch: the cheapest base, for what needs no launch (`collectives`).
+CREATE OR REPLACE MACRO device_events(kinds) AS TABLE
+SELECT g.run_id, g.event_id, g.name, g.ts_ns, g.dur_ns,
+       coalesce(g.device, TRY_CAST(g.pid AS BIGINT)) AS device,
+       coalesce(g.stream, TRY_CAST(regexp_extract(g.tid, '(\d+)$', 1) AS BIGINT)) AS stream,
+       g.correlation, g.category
+FROM events g
+WHERE g.phase = 'X' AND lower(g.category) IN (SELECT unnest(kinds));
+
 -- GPU work (kernels, copies, sets) linked by correlation to the runtime call that launched it,
 -- with the ids of that call's CPU ops, its stack and its profiler step, but no names: the cheap
 -- base for utilization (`activity`). `gpu_work` adds the names.
 CREATE OR REPLACE MACRO device_work(kinds) AS TABLE
-SELECT g.run_id, g.event_id, g.name, g.ts_ns, g.dur_ns,
-       coalesce(g.device, TRY_CAST(g.pid AS BIGINT)) AS device,
-       coalesce(g.stream, TRY_CAST(regexp_extract(g.tid, '(\d+)$', 1) AS BIGINT)) AS stream,
+SELECT g.run_id, g.event_id, g.name, g.ts_ns, g.dur_ns, g.device, g.stream,
        g.correlation, l.event_id AS launch_event_id, l.name AS launch_name,
        g.ts_ns - l.ts_ns AS queue_delay_ns,
        l.op_event_id, l.top_op_event_id, l.stack_id, coalesce(l.is_graph_launch, false) AS is_graph_launched,
        l.step, g.category
-FROM events g
-LEFT JOIN launch_calls l ON l.run_id = g.run_id AND l.correlation = g.correlation
-WHERE g.phase = 'X' AND lower(g.category) IN (SELECT unnest(kinds));
+FROM device_events(kinds) g
+LEFT JOIN launch_calls l ON l.run_id = g.run_id AND l.correlation = g.correlation;
 
 -- GPU work (kernels, copies, sets) linked to the runtime call that launched it (by correlation),
 -- the CPU op that made that call, the op's Python call site and the profiler step. One macro

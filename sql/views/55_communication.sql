@@ -30,6 +30,23 @@ CREATE OR REPLACE MACRO kernel_collective(kernel_name) AS
             'unknown')
   END;
 
+-- The torch dtype name of the NCCL/RCCL type at the start of `tail` (what follows the reduction in
+-- a kernel name, e.g. 'f32_RING_LL' or 'float'), NULL when not a type; see kernel_collective_dtype.
+CREATE OR REPLACE MACRO nccl_type_name(tail) AS
+  CASE WHEN regexp_matches(tail, '^(bf16|_*(nv_|hip_|rccl_)?bfloat16)(_|$)') THEN 'bfloat16'
+       WHEN regexp_matches(tail, '^(f8e4m3|_*(nv_)?fp8_e4m3)(_|$)') THEN 'float8_e4m3fn'
+       WHEN regexp_matches(tail, '^(f8e5m2|_*(nv_)?fp8_e5m2)(_|$)') THEN 'float8_e5m2'
+       WHEN regexp_matches(tail, '^(f16|half)(_|$)') THEN 'float16'
+       WHEN regexp_matches(tail, '^(f32|float)(_|$)') THEN 'float32'
+       WHEN regexp_matches(tail, '^(f64|double)(_|$)') THEN 'float64'
+       WHEN regexp_matches(tail, '^(i8|int8_t)(_|$)') THEN 'int8'
+       WHEN regexp_matches(tail, '^(u8|uint8_t)(_|$)') THEN 'uint8'
+       WHEN regexp_matches(tail, '^(i32|int32_t)(_|$)') THEN 'int32'
+       WHEN regexp_matches(tail, '^(u32|uint32_t)(_|$)') THEN 'uint32'
+       WHEN regexp_matches(tail, '^(i64|int64_t)(_|$)') THEN 'int64'
+       WHEN regexp_matches(tail, '^(u64|uint64_t)(_|$)') THEN 'uint64'
+  END;
+
 -- The element type of a reducing NCCL/RCCL kernel (allreduce, reducescatter, reduce) from its
 -- name, as a torch dtype name: the type after the reduction (`_Sum_f32_` in NCCL 2.19's
 -- ncclDevKernel_AllReduce_Sum_f32_RING_LL, `_Sum_float` in ncclKernel_AllReduce_RING_LL_Sum_float;
@@ -38,22 +55,8 @@ CREATE OR REPLACE MACRO kernel_collective(kernel_name) AS
 -- move data (AllGather, Broadcast, SendRecv) for bytes, so the `int8_t` in their names says nothing
 -- about the tensor's type.
 CREATE OR REPLACE MACRO kernel_collective_dtype(kernel_name) AS
-  CASE WHEN kernel_collective(kernel_name) IN ('allreduce', 'reducescatter', 'reduce') THEN (
-    WITH t AS (SELECT regexp_extract(kernel_name, '_(?:PreMulSum|SumPostDiv|Sum|Prod|MinMax|Max|Min|Avg)_(\w+)', 1) AS tail)
-    SELECT CASE
-      WHEN regexp_matches(tail, '^(bf16|_*(nv_|hip_|rccl_)?bfloat16)(_|$)') THEN 'bfloat16'
-      WHEN regexp_matches(tail, '^(f8e4m3|_*(nv_)?fp8_e4m3)(_|$)') THEN 'float8_e4m3fn'
-      WHEN regexp_matches(tail, '^(f8e5m2|_*(nv_)?fp8_e5m2)(_|$)') THEN 'float8_e5m2'
-      WHEN regexp_matches(tail, '^(f16|half)(_|$)') THEN 'float16'
-      WHEN regexp_matches(tail, '^(f32|float)(_|$)') THEN 'float32'
-      WHEN regexp_matches(tail, '^(f64|double)(_|$)') THEN 'float64'
-      WHEN regexp_matches(tail, '^(i8|int8_t)(_|$)') THEN 'int8'
-      WHEN regexp_matches(tail, '^(u8|uint8_t)(_|$)') THEN 'uint8'
-      WHEN regexp_matches(tail, '^(i32|int32_t)(_|$)') THEN 'int32'
-      WHEN regexp_matches(tail, '^(u32|uint32_t)(_|$)') THEN 'uint32'
-      WHEN regexp_matches(tail, '^(i64|int64_t)(_|$)') THEN 'int64'
-      WHEN regexp_matches(tail, '^(u64|uint64_t)(_|$)') THEN 'uint64'
-    END FROM t)
+  CASE WHEN kernel_collective(kernel_name) IN ('allreduce', 'reducescatter', 'reduce')
+       THEN nccl_type_name(regexp_extract(kernel_name, '_(?:PreMulSum|SumPostDiv|Sum|Prod|MinMax|Max|Min|Avg)_(\w+)', 1))
   END;
 
 -- Every distinct kernel name of the store that the communication rule (`kernel_collective`)
@@ -63,9 +66,12 @@ CREATE OR REPLACE MACRO kernel_collective_dtype(kernel_name) AS
 -- @column collective VARCHAR Collective the kernel runs (`kernel_collective`): allreduce, allgather, sendrecv, ..., unknown.
 -- @column dtype VARCHAR Element type from the name for reducing kernels (`kernel_collective_dtype`), else NULL.
 CREATE OR REPLACE VIEW communication_kernel_names AS
-SELECT name, kernel_collective(name) AS collective, kernel_collective_dtype(name) AS dtype
-FROM (SELECT DISTINCT name FROM events WHERE phase = 'X' AND lower(category) = 'kernel')
-WHERE kernel_collective(name) IS NOT NULL;
+SELECT name, kernel_collective(any_value(name)) AS collective, kernel_collective_dtype(any_value(name)) AS dtype
+FROM events WHERE phase = 'X' AND lower(category) = 'kernel'
+GROUP BY name
+-- on any_value(name), not name: a condition on the grouping column would be pushed below the
+-- grouping and run once per kernel
+HAVING kernel_collective(any_value(name)) IS NOT NULL;
 
 -- One row per collective event: every GPU kernel the communication rule counts (exactly the
 -- `activity` rows of kind communication, whether or not the kernel carries a `Collective name`
@@ -79,7 +85,6 @@ WHERE kernel_collective(name) IS NOT NULL;
 -- @column name VARCHAR Event name (the kernel's full name on the GPU).
 -- @column device BIGINT GPU index (NULL on the CPU side).
 -- @column stream BIGINT GPU stream (NULL on the CPU side).
--- @column step BIGINT Profiler step of the CPU event, or of the kernel's launch.
 -- @column ts_ns BIGINT Start, ns.
 -- @column dur_ns BIGINT Duration, ns.
 -- @column collective VARCHAR Collective family (`collective_family`): allreduce, allgather, reducescatter, alltoall, broadcast, reduce, sendrecv, send, recv, barrier, wait, ...; 'unknown' for a kernel whose name names none.
@@ -92,34 +97,32 @@ WHERE kernel_collective(name) IS NOT NULL;
 -- @column group_size BIGINT Ranks in the process group (`Group size`); NULL when unknown.
 -- @column process_group VARCHAR Process group name (`Process Group Name`); NULL when unknown.
 CREATE OR REPLACE VIEW collectives AS
-WITH gpu AS (
-  SELECT w.run_id, w.event_id, 'gpu' AS side, w.name, w.device, w.stream, w.step, w.ts_ns, w.dur_ns,
-         c.collective AS kernel_collective, c.dtype AS kernel_dtype
-  FROM device_work(['kernel']) w JOIN communication_kernel_names c USING (name)
-), cpu AS (
-  SELECT e.run_id, e.event_id, 'cpu' AS side, e.name, NULL::BIGINT AS device, NULL::BIGINT AS stream, e.step,
-         e.ts_ns, e.dur_ns, NULL::VARCHAR AS kernel_collective, NULL::VARCHAR AS kernel_dtype
-  FROM events e SEMI JOIN (SELECT run_id, event_id FROM args WHERE key = 'Collective name') k USING (run_id, event_id)
-  WHERE e.phase = 'X' AND NOT e.on_device
+WITH a AS (
+  -- the collective args of the events that have any: few rows, found from the args side
+  SELECT run_id, event_id,
+         max(string_value) FILTER (WHERE key = 'Collective name') AS collective_arg,
+         max(string_value) FILTER (WHERE key = 'dtype') AS dtype_arg,
+         max(int_value) FILTER (WHERE key = 'In msg nelems') AS in_nelems,
+         max(int_value) FILTER (WHERE key = 'Out msg nelems') AS out_nelems,
+         max(int_value) FILTER (WHERE key = 'Group size') AS group_size,
+         coalesce(max(string_value) FILTER (WHERE key = 'Process Group Name'),
+                  max(int_value::VARCHAR) FILTER (WHERE key = 'Process Group Name')) AS process_group
+  FROM args
+  WHERE key IN ('Collective name', 'dtype', 'In msg nelems', 'Out msg nelems', 'Group size', 'Process Group Name')
+  GROUP BY run_id, event_id
 ), ev AS (
-  SELECT * FROM gpu UNION ALL SELECT * FROM cpu
-), a AS (
-  SELECT a.run_id, a.event_id,
-         max(a.string_value) FILTER (WHERE a.key = 'Collective name') AS collective_arg,
-         max(a.string_value) FILTER (WHERE a.key = 'dtype') AS dtype_arg,
-         max(a.int_value) FILTER (WHERE a.key = 'In msg nelems') AS in_nelems,
-         max(a.int_value) FILTER (WHERE a.key = 'Out msg nelems') AS out_nelems,
-         max(a.int_value) FILTER (WHERE a.key = 'Group size') AS group_size,
-         coalesce(max(a.string_value) FILTER (WHERE a.key = 'Process Group Name'),
-                  max(a.int_value::VARCHAR) FILTER (WHERE a.key = 'Process Group Name')) AS process_group
-  FROM args a SEMI JOIN ev USING (run_id, event_id)
-  WHERE a.key IN ('Collective name', 'dtype', 'In msg nelems', 'Out msg nelems', 'Group size', 'Process Group Name')
-  GROUP BY a.run_id, a.event_id
+  SELECT w.run_id, w.event_id, 'gpu' AS side, w.name, w.device, w.stream, w.ts_ns, w.dur_ns,
+         c.collective AS kernel_collective, c.dtype AS kernel_dtype
+  FROM device_events(['kernel']) w JOIN communication_kernel_names c USING (name)
+  UNION ALL
+  SELECT e.run_id, e.event_id, 'cpu', e.name, NULL, NULL, e.ts_ns, e.dur_ns, NULL, NULL
+  FROM events e JOIN a USING (run_id, event_id)
+  WHERE e.phase = 'X' AND NOT e.on_device AND a.collective_arg IS NOT NULL
 ), d AS (
   SELECT scalar_type_name, any_value(torch_name) AS torch_name, any_value(elem_bytes) AS elem_bytes
   FROM dtypes WHERE scalar_type_name IS NOT NULL GROUP BY scalar_type_name
 )
-SELECT ev.run_id, ev.event_id, ev.side, ev.name, ev.device, ev.stream, ev.step, ev.ts_ns, ev.dur_ns,
+SELECT ev.run_id, ev.event_id, ev.side, ev.name, ev.device, ev.stream, ev.ts_ns, ev.dur_ns,
        CASE WHEN a.collective_arg IS NOT NULL THEN collective_family(a.collective_arg) ELSE ev.kernel_collective END AS collective,
        a.collective_arg,
        CASE WHEN a.collective_arg IS NOT NULL THEN 'args' ELSE 'kernel_name' END AS source,
