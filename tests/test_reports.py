@@ -60,8 +60,9 @@ def test_header_is_complete(name):
 
 @pytest.mark.parametrize("name", REPORTS)
 def test_declared_columns_match_the_query(cpu_store, name):
+    one_job = ["full"] if "one_job" in all_reports()[name].requires else None  # the store holds several jobs
     with traceduck.open(cpu_store) as db:
-        columns, _ = run_report(db, name, keep_run_columns=True)
+        columns, _ = run_report(db, name, runs=one_job, keep_run_columns=True)
         types = db.con.execute("DESCRIBE " + _sql_for(name)).fetchall()
     r = all_reports()[name]
     assert columns == [c.name for c in r.columns]

@@ -1,5 +1,6 @@
 -- title: Ranks of a distributed job
--- description: For the runs of one job (select them with --run label:KEY=VALUE or several --run): per rank step time, GPU busy and communication time, time spent waiting for other ranks in collectives, and how often it was the slowest or fastest rank of a step; per collective, the spread of start times across ranks.
+-- description: For the runs of one job (default: every run, which must then be one job; select one with --run label:job=NAME or several --run): per rank step time, GPU busy and communication time, time spent waiting for other ranks in collectives, and how often it was the slowest or fastest rank of a step; per collective (the kernels of the `collectives` view, matched across ranks by collective family and occurrence), the spread of start times across ranks. Stops with an error when the runs form several jobs (view `run_jobs`) or repeat a rank.
+-- requires: one_job
 -- column: run_id VARCHAR -- the run (one per rank)
 -- column: run_name VARCHAR -- name of the run
 -- column: section VARCHAR -- 'rank' (one row per run) or 'collective' (one row per collective instance seen on several ranks)
@@ -15,12 +16,7 @@
 -- column: spread_ns BIGINT -- collective: last start minus first start across ranks, ns
 WITH sel AS (SELECT run_id FROM report_runs),
 coll AS (
-  -- collective kernels as `activity` classifies them (one rule for communication)
-  SELECT c.run_id, c.event_id, c.ts_ns,
-         coalesce((SELECT a.string_value FROM args a WHERE a.run_id = c.run_id AND a.event_id = c.event_id
-                   AND a.key = 'Collective name'), regexp_extract(e.name, '^(\w+)')) AS collective
-  FROM activity c JOIN events e ON e.run_id = c.run_id AND e.event_id = c.event_id
-  WHERE c.run_id IN (SELECT run_id FROM sel) AND c.kind = 'communication'
+  SELECT run_id, event_id, ts_ns, collective FROM collectives WHERE side = 'gpu' AND run_id IN (SELECT run_id FROM sel)
 ), numbered AS (
   SELECT *, row_number() OVER (PARTITION BY run_id, collective ORDER BY ts_ns, event_id) AS occurrence FROM coll
 ), matched AS (

@@ -53,22 +53,30 @@ LEFT JOIN (SELECT run_id, event_id, name FROM events WHERE is_top_level_op) t
   ON t.run_id = l.run_id AND t.event_id = l.top_op_event_id
 LEFT JOIN call_sites cs ON cs.run_id = l.run_id AND cs.stack_id = l.stack_id;
 
+-- GPU events (kernels, copies, sets) of the given device work kinds of `event_categories`
+-- ('kernel', 'memcpy', 'memset') with their device and stream, not linked to their launch: the
+-- cheapest base, for what needs no launch (`collectives`); work_kind says which kind a row is.
+CREATE OR REPLACE MACRO device_events(kinds) AS TABLE
+SELECT g.run_id, g.event_id, g.name, g.ts_ns, g.dur_ns,
+       coalesce(g.device, TRY_CAST(g.pid AS BIGINT)) AS device,
+       coalesce(g.stream, TRY_CAST(regexp_extract(g.tid, '(\d+)$', 1) AS BIGINT)) AS stream,
+       g.correlation, g.category, c.kind AS work_kind
+FROM events g
+JOIN event_categories c ON c.category = g.category AND c.is_device_work AND list_contains(kinds, c.kind)
+WHERE g.phase = 'X';
+
 -- GPU work (kernels, copies, sets) linked by correlation to the runtime call that launched it,
 -- with the ids of that call's CPU ops, its stack and its profiler step, but no names: the cheap
 -- base for utilization (`activity`). `gpu_work` adds the names. `kinds` lists device work kinds
 -- of `event_categories` ('kernel', 'memcpy', 'memset'); work_kind says which one a row is.
 CREATE OR REPLACE MACRO device_work(kinds) AS TABLE
-SELECT g.run_id, g.event_id, g.name, g.ts_ns, g.dur_ns,
-       coalesce(g.device, TRY_CAST(g.pid AS BIGINT)) AS device,
-       coalesce(g.stream, TRY_CAST(regexp_extract(g.tid, '(\d+)$', 1) AS BIGINT)) AS stream,
+SELECT g.run_id, g.event_id, g.name, g.ts_ns, g.dur_ns, g.device, g.stream,
        g.correlation, l.event_id AS launch_event_id, l.name AS launch_name,
        g.ts_ns - l.ts_ns AS queue_delay_ns,
        l.op_event_id, l.top_op_event_id, l.stack_id, coalesce(l.is_graph_launch, false) AS is_graph_launched,
-       l.step, g.category, c.kind AS work_kind
-FROM events g
-JOIN event_categories c ON c.category = g.category AND c.is_device_work AND list_contains(kinds, c.kind)
-LEFT JOIN launch_calls l ON l.run_id = g.run_id AND l.correlation = g.correlation
-WHERE g.phase = 'X';
+       l.step, g.category, g.work_kind
+FROM device_events(kinds) g
+LEFT JOIN launch_calls l ON l.run_id = g.run_id AND l.correlation = g.correlation;
 
 -- GPU work (kernels, copies, sets) linked to the runtime call that launched it (by correlation),
 -- the CPU op that made that call, the op's Python call site and the profiler step. One macro

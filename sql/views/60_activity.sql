@@ -1,6 +1,7 @@
 -- Busy intervals of every lane of a run, for utilization: top-level CPU ops (lane 'cpu', any
--- thread) and GPU work per device (lane 'gpu:N'), classified as compute, communication (NCCL,
--- RCCL and other collective kernels), memcpy or memset, each with the step of its launch.
+-- thread) and GPU work per device (lane 'gpu:N'), classified as compute, communication (the
+-- kernels of `communication_kernel_names`: NCCL, RCCL and other collective kernels), memcpy or
+-- memset, each with the step of its launch.
 -- @column run_id VARCHAR Run of the interval.
 -- @column lane VARCHAR 'cpu' for CPU ops, 'gpu:N' for device N.
 -- @column device BIGINT GPU index (NULL on the CPU lane).
@@ -15,11 +16,7 @@ FROM events WHERE is_top_level_op  -- the rows of cpu_ops WHERE is_top_level
 UNION ALL
 SELECT run_id, 'gpu:' || coalesce(device::VARCHAR, '?'), device,
        CASE WHEN work_kind IN ('memcpy', 'memset') THEN work_kind
-            -- the rule runs once per distinct kernel name, not once per kernel
-            WHEN name IN (SELECT name FROM events WHERE phase = 'X' AND category IN (SELECT category FROM event_categories WHERE kind = 'kernel') GROUP BY name
-                          HAVING regexp_matches(any_value(name),
-                                 '(?i)(nccl|rccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|sendrecv|broadcast)'))
-            THEN 'communication' ELSE 'compute' END,
+            WHEN name IN (SELECT name FROM communication_kernel_names) THEN 'communication' ELSE 'compute' END,
        step, event_id, ts_ns, ts_ns + dur_ns
 FROM device_work(['kernel', 'memcpy', 'memset']);
 

@@ -60,3 +60,7 @@ class QueryError(TraceduckError):
 
 class ExportError(TraceduckError):
     """Export options conflict, or the window (step, time range) or stacks asked for select nothing."""
+
+
+class JobSelectionError(RunSelectionError):
+    """A report that covers one job got runs of several jobs, or two runs of one rank."""

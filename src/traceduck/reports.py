@@ -4,10 +4,12 @@
     -- description: One line on what it answers.
     -- param: group_by VARCHAR = name {name|shape|call_site} -- what the parameter does
     -- column: call_site VARCHAR -- what the column holds
+    -- requires: one_job
     SELECT ...
 
 Parameters are bound ($name), never pasted into the SQL. Reports read the runs to cover from
-the table `report_runs`, which the runner fills with the selected runs.
+the table `report_runs`, which the runner fills with the selected runs. `requires: one_job`
+makes the runner refuse runs of several jobs, or two runs of one rank (see jobs.py).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import duckdb
 from .catalog import Column, sql_dir
 from .db import Database, _first_line
 from .errors import QueryError, RunSelectionError, TraceduckError, with_suggestion
+from .jobs import require_one_job
 
 _PARAM = re.compile(r"^(\w+)\s+(\w+)\s*=\s*(.*?)\s*(?:\{([^}]*)\})?\s*--\s*(.+)$")
 _COLUMN = re.compile(r"^(\w+)\s+(.+?)\s*--\s*(.+)$")
@@ -63,6 +66,7 @@ class Report:
     columns: list[Column]
     sql: str
     path: Path
+    requires: list[str] = field(default_factory=list)  # checks before running: one_job
 
 
 def parse_report(path: Path) -> Report:
@@ -71,6 +75,7 @@ def parse_report(path: Path) -> Report:
     title = description = ""
     params: list[Param] = []
     columns: list[Column] = []
+    requires: list[str] = []
     for line in text.splitlines():
         if not line.startswith("--"):
             break
@@ -94,7 +99,11 @@ def parse_report(path: Path) -> Report:
             if not m:
                 raise ValueError(f"{path.name}: bad column line: {value}")
             columns.append(Column(*m.groups()))
-    return Report(path.stem, title, description, params, columns, text, path)
+        elif key == "requires":
+            requires += value.replace(",", " ").split()
+            if not set(requires) <= {"one_job"}:
+                raise ValueError(f"{path.name}: unknown requirement: {value}")
+    return Report(path.stem, title, description, params, columns, text, path, requires)
 
 
 @lru_cache(maxsize=1)
@@ -176,6 +185,8 @@ def run_report(db: Database, name: str, runs: list[str] | None = None, params: l
     scoped = db.scoped(run_ids) if runs else None  # read only the selected runs' files
     cur = (scoped or db).con.cursor()
     try:
+        if "one_job" in report.requires:
+            require_one_job(cur, run_ids, name)
         cur.execute("CREATE OR REPLACE TEMP TABLE report_runs AS SELECT unnest(?::VARCHAR[]) AS run_id", [run_ids])
         sql = report.sql.rstrip().rstrip(";")
         bound = {k: v for k, v in values.items() if f"${k}" in report.sql}

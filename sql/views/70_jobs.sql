@@ -1,0 +1,62 @@
+-- The job of every run, so that reports over several ranks never pair unrelated runs. A job is:
+-- the runs sharing a `job` label (`ingest --label job=NAME`); else the runs sharing a distributed
+-- identity: the same backend and world size in the trace's distributedInfo, profiled at the same
+-- time (their spans, start_ns to end_ns, overlap one another in a chain: the ranks of one job are
+-- profiled together, unrelated traces of the same shape are not); else the run alone. Ranks are
+-- not part of the grouping: a job whose runs repeat a rank is still one job here, and reports
+-- that need one run per rank (`ranks`) refuse it.
+-- @column run_id VARCHAR The run.
+-- @column run_name VARCHAR Name of the run.
+-- @column rank BIGINT Rank of the run (runs.rank), or NULL.
+-- @column backend VARCHAR distributedInfo.backend, e.g. 'nccl', or NULL.
+-- @column world_size BIGINT World size of the run (runs.world_size), or NULL.
+-- @column job_source VARCHAR How the job was found: 'label', 'distributed' or 'run' (the run alone).
+-- @column job_id VARCHAR Key of the job, unique in the store: 'label:NAME', 'distributed:BACKEND:WORLD_SIZE:START_NS' or 'run:RUN_ID'.
+-- @column job VARCHAR Name of the job for people: 'job=NAME', 'BACKEND world_size=N from YYYY-MM-DD HH:MM:SS' (UTC start of its first run) or 'run RUN_NAME' (with the run id's first 8 characters when names repeat).
+CREATE OR REPLACE VIEW run_jobs AS
+WITH r AS (
+  SELECT run_id, name, rank, world_size, map_extract(labels, 'job')[1] AS job_label,
+         json_extract_string(distributed_info, '$.backend') AS backend, start_ns, end_ns,
+         count(*) OVER (PARTITION BY name) AS same_name
+  FROM runs
+), ordered AS (
+  SELECT run_id, backend, world_size, start_ns,
+         max(end_ns) OVER (PARTITION BY backend, world_size ORDER BY start_ns, run_id
+                           ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_end
+  FROM r WHERE job_label IS NULL AND backend IS NOT NULL AND world_size IS NOT NULL
+), chained AS (
+  SELECT *, sum(CASE WHEN prev_end IS NULL OR start_ns > prev_end THEN 1 ELSE 0 END)
+              OVER (PARTITION BY backend, world_size ORDER BY start_ns, run_id ROWS UNBOUNDED PRECEDING) AS chain
+  FROM ordered
+), distributed AS (
+  SELECT run_id, min(start_ns) OVER (PARTITION BY backend, world_size, chain) AS job_start_ns FROM chained
+)
+SELECT r.run_id, r.name AS run_name, r.rank, r.backend, r.world_size,
+       CASE WHEN r.job_label IS NOT NULL THEN 'label' WHEN d.run_id IS NOT NULL THEN 'distributed' ELSE 'run' END AS job_source,
+       CASE WHEN r.job_label IS NOT NULL THEN 'label:' || r.job_label
+            WHEN d.run_id IS NOT NULL THEN 'distributed:' || r.backend || ':' || r.world_size || ':' || d.job_start_ns
+            ELSE 'run:' || r.run_id END AS job_id,
+       CASE WHEN r.job_label IS NOT NULL THEN 'job=' || r.job_label
+            WHEN d.run_id IS NOT NULL THEN r.backend || ' world_size=' || r.world_size || ' from '
+                 || strftime(make_timestamp(d.job_start_ns // 1000), '%Y-%m-%d %H:%M:%S')
+            WHEN r.same_name > 1 THEN 'run ' || r.name || ' (' || left(r.run_id, 8) || ')'
+            ELSE 'run ' || r.name END AS job
+FROM r LEFT JOIN distributed d USING (run_id);
+
+-- One row per job of the store (see `run_jobs`), with its runs and ranks.
+-- @column job_id VARCHAR Key of the job (see `run_jobs`).
+-- @column job VARCHAR Name of the job for people.
+-- @column job_source VARCHAR 'label', 'distributed' or 'run'.
+-- @column backend VARCHAR distributedInfo.backend of its runs (the first, for a label job of mixed runs).
+-- @column world_size BIGINT World size of its runs (the largest, for a label job of mixed runs).
+-- @column runs BIGINT Number of runs.
+-- @column ranks BIGINT[] Ranks of its runs, ascending (NULL ranks left out).
+-- @column run_names VARCHAR[] Names of its runs, by rank.
+-- @column has_repeated_rank BOOLEAN True when two of its runs have the same rank.
+CREATE OR REPLACE VIEW jobs AS
+SELECT job_id, any_value(job) AS job, any_value(job_source) AS job_source, min(backend) AS backend,
+       max(world_size) AS world_size, count(*) AS runs,
+       list(rank ORDER BY rank) FILTER (WHERE rank IS NOT NULL) AS ranks,
+       list(run_name ORDER BY rank NULLS LAST, run_name) AS run_names,
+       count(rank) > count(DISTINCT rank) AS has_repeated_rank
+FROM run_jobs GROUP BY job_id;

@@ -1,0 +1,264 @@
+"""Communication: the one rule that says which kernels are collectives (and which), the `collectives`
+report on every shared trace against plain json, and the job a run belongs to (`ranks` refuses runs
+of several jobs)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import subprocess
+import sys
+from collections import Counter, defaultdict
+from datetime import datetime, timezone
+from decimal import Decimal
+
+import pytest
+
+import traceduck
+from traceduck.db import Database
+from traceduck.errors import JobSelectionError
+from traceduck.reports import run_report
+from traceduck.store import Store
+
+from conftest import load_json, shared_dir, shared_trace_files, trace_events
+
+# Hand-checked: the collective and element type of every communication kernel in the shared traces,
+# by the identifier in its name. The int8_t of SendRecv/Broadcast/AllGather kernels is NCCL's byte
+# type, not the tensor's, so no dtype comes from those names.
+KERNELS = {
+    "ncclKernel_AllReduce_RING_LL_Sum_float": ("allreduce", "float32"),
+    "ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t": ("sendrecv", None),
+    "ncclKernel_Broadcast_RING_LL_Sum_int8_t": ("broadcast", None),
+    "ncclDevKernel_AllGather_RING_LL": ("allgather", None),
+    "ncclKernel_AllReduce": ("allreduce", None),
+    "multimem_all_reduce_kernel": ("allreduce", None),  # PyTorch symmetric memory (b200 trace)
+}
+# The `Collective name` and `dtype` arg values seen in the shared traces, by hand.
+ARG_FAMILY = {"allreduce": "allreduce", "broadcast": "broadcast", "_allgather_base": "allgather", "wait": "wait"}
+ARG_DTYPE = {"Float": ("float32", 4), "Long": ("int64", 8), "BFloat16": ("bfloat16", 2), "Byte": ("uint8", 1)}
+# A cheap pre-filter: a trace without any of these bytes has no communication kernel.
+MAYBE_COMM = re.compile(rb"(?i)nccl|rccl|msccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|collective name")
+
+
+def ns(v) -> int:
+    return int(Decimal(v) * 1000)
+
+
+def comm_kernel(name: str):
+    """The KERNELS entry of a kernel name, or None for compute kernels."""
+    for ident in re.findall(r"\w+", name):
+        if ident in KERNELS:
+            return KERNELS[ident]
+    return None
+
+
+def union(intervals) -> int:
+    total, end = 0, None
+    for s, e in sorted(intervals):
+        if end is None or s > end:
+            total, end = total + e - s, e
+        elif e > end:
+            total, end = total + e - end, e
+    return total
+
+
+@pytest.fixture(scope="module")
+def empty_db(tmp_path_factory):
+    with Database(Store(tmp_path_factory.mktemp("empty"))) as db:
+        yield db
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("ncclDevKernel_AllReduce_Sum_f32_RING_LL", ("allreduce", "float32")),
+    ("ncclKernel_AllGather_RING_LL_Sum_int8_t", ("allgather", None)),
+    ("ncclDevKernel_SendRecv", ("sendrecv", None)),
+    ("ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)", ("reducescatter", "bfloat16")),
+    ("ncclDevKernel_Reduce_Sum_f16_TREE_LL", ("reduce", "float16")),
+    ("ncclDevKernel_Broadcast_RING_LL", ("broadcast", None)),
+    ("ncclKernel_AllToAllPivot_RING_SIMPLE_Sum_int8_t", ("alltoall", None)),  # RCCL
+    ("ncclKernel_AllReduce_RING_LL_Sum_rccl_bfloat16(ncclDevComm*, unsigned long, ncclWork*)", ("allreduce", "bfloat16")),
+    ("ncclKernel_AllReduce_RING_LL_Sum___nv_bfloat16(ncclWorkElem)", ("allreduce", "bfloat16")),
+    ("ncclDevKernel_AllReduce_Sum_f8e4m3_RING_LL", ("allreduce", "float8_e4m3fn")),
+    ("ncclDevKernel_AllReduce_Sum_i64_NVLS_SIMPLE", ("allreduce", "int64")),
+    ("ncclDevKernel_Generic", ("unknown", None)),
+    ("ncclDevKernel_Generic_4(ncclDevKernelArgsStorage<4096ul>)", ("unknown", None)),
+    ("void (anonymous namespace)::multimem_all_reduce_kernel<c10::BFloat16, 16>(c10::BFloat16*)", ("allreduce", None)),
+    ("void at::native::reduce_kernel<512, 1>(at::native::ReduceOp<float>)", (None, None)),
+    ("small_reduce_kernel", (None, None)),  # 'all_reduce' inside a longer word
+    ("broadcast_add_kernel", (None, None)),
+])
+def test_the_communication_rule(empty_db, name, expected):
+    assert empty_db.sql("SELECT kernel_collective($n), kernel_collective_dtype($n)", {"n": name}).fetchall() == [expected]
+
+
+@pytest.mark.parametrize("arg, family", [
+    ("allreduce", "allreduce"), ("allreduce_coalesced", "allreduce"), ("all_gather", "allgather"),
+    ("_allgather_base", "allgather"), ("all_gather_into_tensor_coalesced", "allgather"),
+    ("reduce_scatter", "reducescatter"), ("_reduce_scatter_base", "reducescatter"),
+    ("reduce_scatter_tensor_coalesced", "reducescatter"), ("all_to_all", "alltoall"), ("all_to_allv", "alltoall"),
+    ("_broadcast_oop", "broadcast"), ("send", "send"), ("barrier", "barrier"), ("wait", "wait"),
+])
+def test_collective_names_are_normalised(empty_db, arg, family):
+    assert empty_db.sql("SELECT collective_family($a)", {"a": arg}).fetchall() == [(family,)]
+
+
+def expected_collectives(rel: str):
+    """(report rows keyed by side/collective/arg/source/dtype, comm union per device), from plain json."""
+    raw = (shared_dir() / rel).read_bytes()
+    if raw[:2] == b"\x1f\x8b":
+        raw = gzip.decompress(raw)
+    if not MAYBE_COMM.search(raw):
+        return {}, {}
+    doc = load_json(shared_dir() / rel)
+    rows: dict[tuple, Counter] = defaultdict(Counter)
+    per_device = defaultdict(list)
+    for e in trace_events(doc):
+        if not isinstance(e, dict) or e.get("ph") != "X":
+            continue
+        args = e.get("args") or {}
+        is_kernel = str(e.get("cat", "")).lower() == "kernel"
+        if is_kernel:
+            kernel = comm_kernel(e.get("name", ""))
+            if kernel is None:
+                continue
+            per_device[args.get("device", e.get("pid"))].append((ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])))
+        elif "Collective name" not in args:
+            continue
+        if "Collective name" in args:
+            dtype, size = ARG_DTYPE[args["dtype"]]
+            key = ("gpu" if is_kernel else "cpu", ARG_FAMILY[args["Collective name"]], args["Collective name"], "args", dtype)
+            nelems = args.get("In msg nelems")
+        else:
+            key = ("gpu", kernel[0], None, "kernel_name", kernel[1])
+            nelems = size = None
+        row = rows[key]
+        row["calls"] += 1
+        row["total_dur_ns"] += ns(e["dur"])
+        if nelems is not None:
+            row["total_bytes"] += nelems * size
+            row["max_in_nelems"] = max(row["max_in_nelems"], nelems)
+    return rows, per_device
+
+
+@pytest.mark.parametrize("rel", shared_trace_files())
+def test_collectives_match_json_and_gpu_utilization(shared_store, rel):
+    """Every communication kernel is a collective (named by its arg, else its kernel name), and the
+    report's GPU communication time is gpu-utilization's, on every shared trace."""
+    path, results = shared_store
+    expected, per_device = expected_collectives(rel)
+    with traceduck.open(path) as db:
+        scoped = db.scoped([results[rel].run_id])
+        columns, rows = run_report(scoped, "collectives")
+        rows = [dict(zip(columns, r)) for r in rows]
+        ucols, urows = run_report(scoped, "gpu-utilization")
+        util = [dict(zip(ucols, r)) for r in urows]
+        scoped.close()
+    got = {(r["side"], r["collective"], r["collective_arg"], r["source"], r["dtype"]): r for r in rows}
+    assert set(got) == set(expected)
+    for key, want in expected.items():
+        r = got[key]
+        assert (r["calls"], r["total_dur_ns"]) == (want["calls"], want["total_dur_ns"]), key
+        if key[3] == "args":
+            assert (r["total_bytes"], r["max_in_nelems"]) == (want["total_bytes"], want["max_in_nelems"]), key
+        else:
+            assert r["total_bytes"] is None and r["max_in_nelems"] is None and r["avg_in_nelems"] is None
+    comm_ns = sum(union(v) for v in per_device.values())
+    assert sum(u["communication_ns"] for u in util) == comm_ns
+    assert {r["run_comm_busy_ns"] for r in rows} <= {comm_ns}
+
+
+def test_collectives_when_only_some_kernels_carry_the_arg(shared_store):
+    """b200 eager: one all-gather kernel has `Collective name`, 73 symmetric-memory all-reduce
+    kernels do not; all are in the report and the totals add up to gpu-utilization's."""
+    path, results = shared_store
+    rel = "public/AMD-AGI__TraceLens/tests/traces/b200/eager_trace.json.gz"
+    events = trace_events(load_json(shared_dir() / rel))
+    kernels = [e for e in events if e.get("cat") == "kernel" and comm_kernel(e["name"])]
+    with_arg = [e for e in kernels if "Collective name" in e["args"]]
+    assert (len(kernels), len(with_arg)) == (74, 1)
+    with traceduck.open(path) as db:
+        columns, rows = run_report(db, "collectives", runs=[results[rel].run_id])
+    gpu = {(r[columns.index("collective")], r[columns.index("source")]): r[columns.index("calls")]
+           for r in rows if r[columns.index("side")] == "gpu"}
+    assert gpu == {("allgather", "args"): 1, ("allreduce", "kernel_name"): 73}
+
+
+# --- jobs ---------------------------------------------------------------------------------------
+
+HTA = "public/facebookresearch__HolisticTraceAnalysis/tests/data/"
+SAMPLED = [HTA + "trace_filter/sampled_rank-0.json.gz", HTA + "trace_filter/sampled_rank-1.json.gz"]
+GLOO = HTA + "cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz"
+RANK1 = HTA + "trace_file_list/inference_rank_1.json.gz"
+
+
+def td(*args):
+    return subprocess.run([sys.executable, "-m", "traceduck", *map(str, args)], capture_output=True, text=True)
+
+
+def job_start(rels: list[str]) -> str:
+    """UTC start (to the second) of the earliest event of these traces, from plain json."""
+    starts = []
+    for rel in rels:
+        doc = load_json(shared_dir() / rel)
+        base = doc.get("baseTimeNanoseconds", 0)
+        starts.append(min(base + ns(e["ts"]) for e in trace_events(doc) if e.get("ph") != "M" and "ts" in e))
+    return datetime.fromtimestamp(min(starts) // 10**9, timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+
+
+@pytest.fixture(scope="module")
+def jobs_store(tmp_path_factory):
+    store = tmp_path_factory.mktemp("jobs") / "store"
+    for rel in SAMPLED + [GLOO]:
+        assert td("ingest", shared_dir() / rel, "--store", store, "-q").returncode == 0
+    assert td("ingest", shared_dir() / RANK1, "--store", store, "-q", "--label", "job=mixed").returncode == 0
+    return store
+
+
+def test_jobs_group_runs_by_label_else_distributed_identity(jobs_store):
+    docs = {rel: load_json(shared_dir() / rel) for rel in SAMPLED + [GLOO]}
+    info = {rel: d["distributedInfo"] for rel, d in docs.items()}
+    assert {(i["backend"], i["world_size"]) for rel, i in info.items() if rel in SAMPLED} == {("nccl", 128)}
+    with traceduck.open(jobs_store) as db:
+        jobs = db.sql("SELECT job, job_source, runs, ranks, run_names FROM jobs ORDER BY job").fetchall()
+    gloo = info[GLOO]
+    assert jobs == [
+        (f"gloo world_size={gloo['world_size']} from {job_start([GLOO])}", "distributed", 1, [gloo["rank"]],
+         ["rank-34.Jul_15_10_52_41.1074.pt.trace"]),
+        ("job=mixed", "label", 1, [1], ["inference_rank_1"]),
+        (f"nccl world_size=128 from {job_start(SAMPLED)}", "distributed", 2, [0, 1], ["sampled_rank-0", "sampled_rank-1"]),
+    ]
+
+
+def test_ranks_refuses_runs_of_several_jobs(jobs_store):
+    p = td("report", "ranks", "--store", jobs_store, "--run", "sampled_rank-0", "--run", "sampled_rank-1",
+           "--run", "rank-34.Jul_15_10_52_41.1074.pt.trace")
+    assert p.returncode == 1 and p.stdout == ""
+    assert p.stderr == (
+        "Error: report ranks needs the runs of one job, the selected runs form 2 jobs: "
+        f"gloo world_size=300 from {job_start([GLOO])} (1 run: rank-34.Jul_15_10_52_41.1074.pt.trace), "
+        f"nccl world_size=128 from {job_start(SAMPLED)} (2 runs: sampled_rank-0, sampled_rank-1). "
+        "Select one job with --run label:job=NAME (label its runs at ingest: --label job=NAME), "
+        "or name each of its runs with --run.\n")
+    everything = td("report", "ranks", "--store", jobs_store)  # default: every run, three jobs
+    assert everything.returncode == 1
+    assert everything.stderr.startswith("Error: report ranks needs the runs of one job, the selected runs form 3 jobs: ")
+    one = td("report", "ranks", "--store", jobs_store, "--run", "sampled_rank-0", "--run", "sampled_rank-1", "-f", "json")
+    assert one.returncode == 0, one.stderr
+    assert sorted(r["rank"] for r in json.loads(one.stdout) if r["section"] == "rank") == [0, 1]
+
+
+def test_ranks_refuses_a_repeated_rank(jobs_store, tmp_path):
+    store = tmp_path / "store"
+    for rel in (SAMPLED[1], RANK1):
+        assert td("ingest", shared_dir() / rel, "--store", store, "-q", "--label", "job=mixed").returncode == 0
+    ranks = {load_json(shared_dir() / rel)["distributedInfo"]["rank"] for rel in (SAMPLED[1], RANK1)}
+    assert ranks == {1}
+    p = td("report", "ranks", "--store", store, "--run", "label:job=mixed")
+    assert p.returncode == 1
+    assert p.stderr == (
+        "Error: report ranks needs one run per rank, the selected runs of job=mixed repeat rank 1 "
+        "(inference_rank_1, sampled_rank-1). Select one job with --run label:job=NAME (label its runs at ingest: "
+        "--label job=NAME), or name each of its runs with --run.\n")
+    with traceduck.open(store) as db, pytest.raises(JobSelectionError):
+        run_report(db, "ranks")
