@@ -241,7 +241,7 @@ def test_window_errors(buggy_run, tmp_path, capsys):
     out = tmp_path / "x.json"
     cases = [
         (["--step", 9], f"no step 9 in run {run_id}. Steps in the run: 2-4."),
-        (["--step", 3, "--start-ns", 1], "--step cannot be combined with --start-ns/--end-ns. "
+        (["--step", 3, "--start-ns", 1], "--step cannot be combined with a time range (--start/--end, --start-ns/--end-ns). "
                                          "Export one step or one time range."),
         (["--start-ns", 10, "--end-ns", 10], "--end-ns 10 is not after --start-ns 10. "
                                              "Give a range with START < END, in ns as in events.ts_ns."),
@@ -249,7 +249,7 @@ def test_window_errors(buggy_run, tmp_path, capsys):
                                            f"The run spans {first} to {last} ns (events.ts_ns)."),
         (["--max-events", 0], "--max-events 0 is below 1. Give a positive number of events."),
         (["--metric", "gpu"], "--metric applies to --format folded. Add --format folded, or drop --metric."),
-        (["--format", "folded", "--step", 3], "--step, --start-ns, --end-ns and --max-events apply to Chrome traces. "
+        (["--format", "folded", "--step", 3], "--step, --start, --end, --start-ns, --end-ns and --max-events apply to Chrome traces. "
                                               "Folded stacks cover the whole run: drop those options or use --format chrome."),
         (["--format", "folded", "--metric", "gpu"], f"run {run_id} has no GPU kernel time to fold. Try --metric cpu_self."),
     ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import threading
 import time
 from collections.abc import Callable
@@ -166,39 +167,40 @@ class Database:
         return row[0][0] if row else None
 
     def runs(self) -> list[dict]:
-        """Every run in the store, oldest ingest first."""
-        rel = self.sql("SELECT * FROM runs ORDER BY ingested_at, run_id")
+        """Every run in the store, by name (then run id)."""
+        rel = self.sql("SELECT * FROM runs ORDER BY name, run_id")
         cols = rel.columns
         return [dict(zip(cols, row)) for row in rel.fetchall()]
 
     def select_runs(self, selection: str) -> list[str]:
-        """Run ids for a selection: a run id, a unique run id prefix, a run name, or
-        `label:KEY=VALUE` (every run with that label; may match several)."""
+        """Run ids for a selection, one of: a run id, a unique run id prefix, a run name, a
+        shell-style pattern on names (`worker*`, `rank[0-3]`), `label:KEY=VALUE`, `rank:N`; or
+        several of these joined by commas, selecting the runs that match every one
+        (`label:job=run42,rank:0`). A run whose whole name or id is the selection is that run, even
+        with commas or pattern characters in its name."""
         runs = self.runs()
-        if selection.startswith("label:"):
-            key, sep, value = selection[len("label:"):].partition("=")
-            if not sep or not key:
-                raise RunSelectionError(f"{selection!r} is not label:KEY=VALUE", "Select runs like label:job=run42")
-            found = [r["run_id"] for r in runs if (r["labels"] or {}).get(key) == value]
-            if not found:
-                labels = sorted({f"{k}={v}" for r in runs for k, v in (r["labels"] or {}).items()})
-                raise RunSelectionError(f"no run has label {key}={value}",
-                                        f"Labels in the store: {', '.join(labels[:10]) or 'none'}")
-            return found
-        exact = [r["run_id"] for r in runs if r["run_id"] == selection]
-        if exact:
-            return exact
-        by_name = [r["run_id"] for r in runs if r["name"] == selection]
-        by_prefix = [r["run_id"] for r in runs if r["run_id"].startswith(selection)]
-        matches = list(dict.fromkeys(by_name or by_prefix))
-        if len(matches) == 1:
-            return matches
-        if not matches:
-            known = ", ".join(f"{r['run_id']} ({r['name']})" for r in runs[:10]) or "none"
-            raise RunSelectionError(f"no run matches {selection!r}", f"Runs in the store: {known}")
-        listed = ", ".join(f"{m} ({next(r['name'] for r in runs if r['run_id'] == m)})" for m in matches[:10])
-        raise RunSelectionError(f"{selection!r} matches {len(matches)} runs: {listed}",
-                                "Use a run id or a longer run id prefix")
+        whole = [r["run_id"] for r in runs if r["run_id"] == selection] or \
+                [r["run_id"] for r in runs if r["name"] == selection]
+        if len(whole) == 1:
+            return whole
+        terms = selection.split(",")
+        if len(terms) > 1 and not all(terms):
+            raise RunSelectionError(f"{selection!r} has an empty term",
+                                    "Join terms with single commas, like label:job=run42,rank:0")
+        plain = [t for t in terms if not _is_filter(t)]
+        found = runs
+        for term in terms:
+            if _is_filter(term):
+                matched = {r["run_id"] for r in _filter(runs, term)}
+                found = [r for r in found if r["run_id"] in matched]
+        for term in plain:
+            found = _plain(runs, found, term)
+        if not found:  # every term matches some run, but no run matches them all
+            counts = [(t, len(_filter(runs, t)) if _is_filter(t) else
+                       sum(r["run_id"].startswith(t) or r["name"] == t for r in runs)) for t in terms]
+            raise RunSelectionError(f"no run matches every term of {selection!r}",
+                                    "; ".join(f"{t} matches {n} run{'s' * (n != 1)}" for t, n in counts))
+        return [r["run_id"] for r in found]
 
     def resolve_run(self, selection: str) -> str:
         """Exactly one run id from a selection (see select_runs)."""
@@ -216,6 +218,67 @@ class Database:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+_PATTERN_CHARS = ("*", "?", "[")
+LISTED_RUNS = 10  # runs named in a hint before "and N more"
+
+
+def _is_filter(term: str) -> bool:
+    """A term that may select several runs (as opposed to a run id, prefix or name)."""
+    return term.startswith(("label:", "rank:")) or any(c in term for c in _PATTERN_CHARS)
+
+
+def _listed(runs: list[dict]) -> str:
+    shown = ", ".join(f"{r['run_id']} ({r['name']})" for r in runs[:LISTED_RUNS]) or "none"
+    more = len(runs) - LISTED_RUNS
+    return shown + (f" and {more} more" if more > 0 else "")
+
+
+def _filter(runs: list[dict], term: str) -> list[dict]:
+    """The runs a `label:`, `rank:` or name-pattern term selects; never empty."""
+    if term.startswith("label:"):
+        key, sep, value = term[len("label:"):].partition("=")
+        if not sep or not key:
+            raise RunSelectionError(f"{term!r} is not label:KEY=VALUE", "Select runs like label:job=run42")
+        found = [r for r in runs if (r["labels"] or {}).get(key) == value]
+        if not found:
+            labels = sorted({f"{k}={v}" for r in runs for k, v in (r["labels"] or {}).items()})
+            raise RunSelectionError(f"no run has label {key}={value}",
+                                    f"Labels in the store: {', '.join(labels[:LISTED_RUNS]) or 'none'}")
+        return found
+    if term.startswith("rank:"):
+        text = term[len("rank:"):]
+        if not text.isdigit():
+            raise RunSelectionError(f"{term!r} is not rank:N", "Select a rank like rank:0")
+        found = [r for r in runs if r["rank"] == int(text)]
+        if not found:
+            ranks = sorted({r["rank"] for r in runs if r["rank"] is not None})
+            raise RunSelectionError(f"no run has rank {int(text)}",
+                                    f"Ranks in the store: {', '.join(map(str, ranks))}" if ranks else
+                                    "No run has a rank: it comes from distributedInfo, else the file name (rank3, worker3)")
+        return found
+    found = [r for r in runs if fnmatch.fnmatchcase(r["name"], term)]
+    if not found:
+        raise RunSelectionError(f"no run name matches {term!r}", f"Runs in the store: {_listed(runs)}")
+    return found
+
+
+def _plain(runs: list[dict], among: list[dict], term: str) -> list[dict]:
+    """The one run of `among` a run id, unique run id prefix or name selects (checked against every
+    run first, so that a term matching no run at all says so)."""
+    if not any(r["run_id"].startswith(term) or r["name"] == term for r in runs):
+        raise RunSelectionError(f"no run matches {term!r}", f"Runs in the store: {_listed(runs)}")
+    exact = [r for r in among if r["run_id"] == term]
+    if exact:
+        return exact
+    by_name = [r for r in among if r["name"] == term]
+    matches = by_name or [r for r in among if r["run_id"].startswith(term)]
+    if len(matches) > 1:
+        listed = ", ".join(f"{r['run_id']} ({r['name']})" for r in matches[:LISTED_RUNS])
+        raise RunSelectionError(f"{term!r} matches {len(matches)} runs: {listed}",
+                                "Use a run id or a longer run id prefix")
+    return matches
 
 
 def _first_line(text: str) -> str:

@@ -4,6 +4,10 @@
     STORE/tmp/<run_id>.<random>/          runs being written (never read)
     STORE/tmp/<run_id>.<random>.lock      held by the writing process for as long as it lives
 
+Changing a run after it is published (its labels or name: a new runs.parquet; removing it: the
+directory renamed into tmp/, then deleted) and replacing one (`ingest --force`) hold the store's
+lock file, STORE/lock, so that two such changes never interleave.
+
 A killed ingest leaves its tmp directory behind; the next ingest removes every tmp directory
 whose lock nobody holds. The lock is a POSIX record lock (`fcntl.lockf`): the kernel drops it
 when the process dies, and unlike `flock` a forked worker does not inherit it, so a worker
@@ -21,6 +25,8 @@ import shutil
 import sys
 import threading
 import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import xxhash
@@ -46,6 +52,9 @@ _AT_FDCWD = -100
 # this process holds would drop the lock, so the cleanup must know which ones are its own.
 _held: dict[str, int] = {}
 _held_mutex = threading.Lock()
+# POSIX locks belong to the process, so threads of one process take turns on this first.
+_store_mutex = threading.Lock()
+STORE_LOCK = "lock"
 
 
 def resolve_store(store: str | os.PathLike | None) -> Path:
@@ -143,7 +152,8 @@ class Store:
                     raise
             if not replace:  # another process published the same content first
                 return False
-            _replace(tmp, target)
+            with self.locked():
+                _replace(tmp, target)
             return True
         finally:
             self.discard(tmp)
@@ -186,6 +196,78 @@ class Store:
                 except OSError:  # a leftover that cannot be removed now is tried again next time
                     continue
         return removed
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the store's lock: changes to published runs (labels, names, removal, replacing)
+        take turns. A process that dies lets go of it."""
+        with _store_mutex:
+            fd = os.open(self.path / STORE_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                if fcntl is not None:
+                    fcntl.lockf(fd, fcntl.LOCK_EX)
+                yield
+            finally:
+                os.close(fd)  # closing releases the lock
+
+    def run_row(self, run_id: str) -> dict:
+        """A run's row of the runs table, read from its runs.parquet."""
+        import pyarrow.parquet as pq
+
+        try:
+            return pq.read_table(self.run_dir(run_id) / "runs.parquet").to_pylist()[0]
+        except FileNotFoundError:
+            raise StoreError(f"no run {run_id} in {self.path}", "`traceduck runs` lists the runs") from None
+
+    def run_rows(self, columns: list[str]) -> list[dict]:
+        """These columns of every published run's row, read from the Parquet files (no DuckDB);
+        a run removed meanwhile is left out."""
+        import pyarrow.parquet as pq
+
+        rows = []
+        for run_id in self.run_ids():
+            try:
+                rows += pq.read_table(self.run_dir(run_id) / "runs.parquet", columns=columns).to_pylist()
+            except FileNotFoundError:
+                continue
+        return rows
+
+    def update_run(self, run_id: str, change: Callable[[dict], dict]) -> dict:
+        """Give a published run a new runs row, `change(old row)`, and return it. The new
+        runs.parquet is written under tmp/ and renamed over the old one: a reader sees the old
+        row or the new one, and the run's other tables never change."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        with self.locked():
+            path = self.run_dir(run_id) / "runs.parquet"
+            try:
+                old = pq.read_table(path)
+            except FileNotFoundError:
+                raise StoreError(f"no run {run_id} in {self.path}", "`traceduck runs` lists the runs") from None
+            row = change(old.to_pylist()[0])
+            tmp = self.new_tmp_dir(run_id)
+            try:
+                pq.write_table(pa.Table.from_pylist([row], schema=old.schema), tmp / "runs.parquet")
+                os.replace(tmp / "runs.parquet", path)
+            finally:
+                self.discard(tmp)
+        return row
+
+    def remove_run(self, run_id: str) -> None:
+        """Unpublish a run with one rename (into tmp/, so that a kill before it is deleted leaves
+        only a leftover for the next cleanup), then delete it."""
+        with self.locked():
+            target = self.run_dir(run_id)
+            if not (target / "runs.parquet").is_file():
+                raise StoreError(f"no run {run_id} in {self.path}", "`traceduck runs` lists the runs")
+            tmp = self.new_tmp_dir(run_id)
+            try:
+                os.rename(target, tmp / "run")
+            except BaseException:
+                self.discard(tmp)
+                raise
+        self.discard(tmp)
 
     def size_bytes(self) -> int:
         total = 0

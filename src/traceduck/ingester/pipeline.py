@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 
 from .. import __version__
 from ..catalog import arrow_schemas
-from ..errors import InputError
+from ..errors import InputError, NotATrace
 from ..store import Store, content_run_id
 from .convert import ChunkConverter, ChunkResult, NotAnEvent, convert_chunk
 from .frames import StackInterner, split_frame
@@ -91,6 +91,7 @@ class IngestResult:
     overlap_count: int = 0
     warnings: dict | None = None
     timings: dict | None = None
+    not_a_trace: str | None = None  # why the file (found in a directory) was skipped: it is not a trace
 
 
 def default_jobs() -> int:
@@ -103,6 +104,30 @@ def run_name_for(path: Path) -> str:
         if name.endswith(suffix):
             name = name[: -len(suffix)]
     return name
+
+
+def default_names(files: list[Path], taken: dict[str, set[str]]) -> dict[Path, str]:
+    """Run names for files ingested together: the file name without .json/.json.gz. A name two
+    files share, or that a run in the store (`taken`: name -> its source paths) from another file
+    has, gets the file's parent directory prefixed (`vllm_decode_full/graph_execution`), then the
+    one above, until it is unique; as a last resort the whole path with the file's extension."""
+    choices = {}
+    for f in files:
+        path = Path(f).absolute()
+        dirs = path.parent.parts[1:] if path.anchor else path.parent.parts
+        stem = run_name_for(path)
+        choices[f] = (["/".join(dirs[len(dirs) - k:] + (stem,)) for k in range(len(dirs) + 1)]
+                      + ["/".join(dirs + (path.name,))], str(path))
+    level = dict.fromkeys(files, 0)
+    while True:
+        names = {f: choices[f][0][level[f]] for f in files}
+        sharing = Counter(names.values())
+        bump = [f for f in files if level[f] + 1 < len(choices[f][0])
+                and (sharing[names[f]] > 1 or taken.get(names[f], set()) - {choices[f][1]})]
+        if not bump:
+            return names
+        for f in bump:
+            level[f] += 1
 
 
 def ingest_file(path: Path, store: Store, name: str | None = None, labels: dict[str, str] | None = None,
@@ -230,6 +255,9 @@ def _convert_streaming(path: Path, parts: Path, progress: Progress | None, salva
                 conv.add(batch)
                 results.append(conv.write(parts))
             except NotAnEvent as e:
+                if done + e.index == 0:
+                    raise NotATrace(path, f"traceEvents item 0 is a {e.kind}, not an object",
+                                    f"{NotATrace.HINT} of objects") from None
                 raise InputError(f"{path}: not a trace (traceEvents item {done + e.index:,} is a {e.kind}, not an object)",
                                  "A PyTorch profiler trace is a JSON object with a traceEvents list of objects") from None
             except (ValueError, RecursionError, OverflowError, TypeError, pa.ArrowException) as e:
