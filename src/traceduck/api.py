@@ -60,8 +60,8 @@ def ingest(paths: str | os.PathLike | Iterable[str | os.PathLike], store: str | 
 
     A file found in a directory that is JSON but not a trace (no traceEvents list) is skipped: its
     result has `not_a_trace` set. A file named alone that is not a trace is an error. Default run
-    names that collide (two files, or a run already in the store from another file) get their
-    parent directory prefixed; see `default_names`."""
+    names that collide (two files, or another run in the store) get their parent directory
+    prefixed; see `default_names`."""
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     listed = _expand(paths)
@@ -76,23 +76,20 @@ def ingest(paths: str | os.PathLike | Iterable[str | os.PathLike], store: str | 
         if reason is not None:
             results[f] = _not_a_trace(f, reason)
     todo = [f for f in files if f not in results]
-    if name is not None:
-        names = {f: name for f in todo}
-    else:
-        taken: dict[str, set[str]] = {}
-        for row in st.run_rows(["name", "source_path"]):
-            taken.setdefault(row["name"], set()).add(row["source_path"])
-        names = default_names(todo, taken)
+    names: dict[Path, str | list[str]] = {f: name for f in todo} if name is not None else default_names(todo)
+    taken: dict[str, set[str]] = {}
+    for row in st.run_rows(["name", "run_id"]):
+        taken.setdefault(row["name"], set()).add(row["run_id"])
     jobs = jobs or default_jobs()
     errors: list[tuple[Path, TraceduckError]] = []
     if len(todo) > 1 and jobs > 1:
-        _ingest_many(todo, names, st, labels, force, jobs, progress, salvage, results, errors)
+        _ingest_many(todo, names, taken, st, labels, force, jobs, progress, salvage, results, errors)
     else:
         for f in todo:
             cb = (lambda b, n, f=f: progress(f, b, n)) if progress else None
             try:
                 results[f] = ingest_file(f, st, name=names[f], labels=labels, force=force, jobs=jobs, progress=cb,
-                                         salvage=salvage)
+                                         salvage=salvage, taken=taken)
             except TraceduckError as e:
                 if len(files) == 1:
                     raise
@@ -141,14 +138,14 @@ def _raise_first(files: list[Path], results: dict[Path, IngestResult], errors: l
                           first.hint)
 
 
-def _ingest_many(files: list[Path], names: dict[Path, str], st: Store, labels: dict[str, str] | None, force: bool,
-                 jobs: int, progress: Callable[[Path, int, int], None] | None, salvage: bool,
+def _ingest_many(files: list[Path], names: dict[Path, str | list[str]], taken: dict[str, set[str]], st: Store,
+                 labels: dict[str, str] | None, force: bool, jobs: int, progress: Callable[[Path, int, int], None] | None, salvage: bool,
                  results: dict[Path, IngestResult], errors: list[tuple[Path, TraceduckError]]) -> None:
     """One file per worker process (e.g. one trace per rank); the others land if one fails."""
     ctx = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
     with ProcessPoolExecutor(max_workers=min(jobs, len(files)), mp_context=ctx) as pool:
         futures = {pool.submit(ingest_file, f, st, name=names[f], labels=labels, force=force, jobs=1,
-                               salvage=salvage): f for f in files}
+                               salvage=salvage, taken=taken): f for f in files}
         for fut in as_completed(futures):
             f = futures[fut]
             try:
@@ -230,10 +227,9 @@ def rename(run: str, name: str, store: str | os.PathLike | None = None) -> tuple
 
 def remove(runs: str | Iterable[str], store: str | os.PathLike | None = None) -> list[tuple[str, str]]:
     """Remove the selected runs from the store; returns (run_id, name) of each. Each run goes at
-    once: readers see it whole or not at all."""
+    once: readers see it whole or not at all (see `Store.remove_runs`)."""
     st = Store(store)
     with Database(st) as db:
         chosen = _selected(db, runs)
-    for r in chosen:
-        st.remove_run(r["run_id"])
+    st.remove_runs([r["run_id"] for r in chosen])
     return [(r["run_id"], r["name"]) for r in chosen]

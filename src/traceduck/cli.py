@@ -52,12 +52,12 @@ def _root(
     """traceduck: an embedded SQL database for PyTorch profiler (Kineto) Chrome traces."""
 
 
-def _labels(values: list[str]) -> dict[str, str]:
+def _labels(values: list[str], option: str = "--label ") -> dict[str, str]:
     out = {}
     for v in values:
         key, sep, value = v.partition("=")
         if not sep or not key:
-            raise InputError(f"--label {v!r} is not KEY=VALUE", "Write labels like --label job=run42")
+            raise InputError(f"{option}{v!r} is not KEY=VALUE", f"Write labels like {option}job=run42")
         out[key] = value
     return out
 
@@ -154,7 +154,7 @@ def label_runs(
     store: Optional[Path] = StoreOpt,
 ) -> None:
     """Set or remove labels of runs (`traceduck label baseline job=run42 --remove old`)."""
-    for r in label_traces(run, _labels(labels or []), remove=remove, store=store):
+    for r in label_traces(run, _labels(labels or [], option=""), remove=remove, store=store):
         typer.echo(f"{r['run_id']} '{r['name']}': {_show_labels(r['labels'])}")
 
 

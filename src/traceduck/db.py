@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import fnmatch
+import functools
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -16,9 +18,9 @@ from .errors import QueryError, RunSelectionError, StoreError
 from .store import Store
 
 
-# A query that finds a run's file gone (a run replaced without an atomic exchange) is retried
-# this many times, over a fresh list of the runs.
-LOST_FILE_RETRIES = 3
+# A query that finds a run's file gone or changed under it (a run replaced, removed, relabelled or
+# renamed meanwhile) is retried this many times, over a fresh list of the runs.
+LOST_FILE_RETRIES = 5
 T = TypeVar("T")
 
 
@@ -33,6 +35,11 @@ class Database:
     listed by name and refreshed before every `sql()` when runs came or went: every table of one
     query sees the same runs, even while other processes publish. A database file (`catalog`)
     reads by glob instead, so runs ingested after it was written show up.
+
+    In memory, the `runs` table is a DuckDB table filled from the runs.parquet files, each read
+    once by this process, and refilled when one of them changed (a run given labels or a new
+    name): DuckDB opens a file of a multi-file scan more than once per query, so a file replaced
+    meanwhile would read as damaged. The other tables' files never change once published.
     """
 
     def __init__(self, store: Store, threads: int | None = None, run_ids: list[str] | None = None,
@@ -42,6 +49,8 @@ class Database:
         self._by_glob = run_ids is None and database != ":memory:"
         self._listed: list[str] | None = None  # the runs whose files the tables read now
         self._kinds: dict[str, str] = {}  # table -> "VIEW" (over Parquet files) or "TABLE" (empty)
+        self._stamps: dict[str, tuple] = {}  # run -> identity of the runs.parquet its `runs` row came from
+        self._run_rows: dict[str, tuple] = {}  # run -> (identity, Arrow table of its runs row)
         self._mutex = threading.Lock()
         if not store.path.is_dir():
             raise StoreError(f"no store at {store.path}", "Run `traceduck ingest TRACE` first, or pass --store")
@@ -51,15 +60,22 @@ class Database:
         self._create_views()
 
     def _create_views(self) -> None:
-        self._refresh(again=True)
-        for path, text, relations in view_files():
-            try:
-                self.con.execute(text)
-            except duckdb.Error as e:
-                raise StoreError(f"cannot define the views of {path.name} over {self.store.path} ({_first_line(str(e))})",
-                                 "The store may come from another traceduck version: re-ingest its traces with --force") from None
-            for rel in relations:
-                self._comment(rel, rel.kind.upper())
+        for attempt in range(LOST_FILE_RETRIES + 1):
+            self._refresh(again=True)
+            for path, text, relations in view_files():
+                try:
+                    self.con.execute(text)  # binding a view reads the runs' files
+                except duckdb.Error as e:
+                    if attempt < LOST_FILE_RETRIES and self._lost_file(e):  # a run removed meanwhile
+                        break
+                    raise StoreError(f"cannot define the views of {path.name} over {self.store.path} "
+                                     f"({_first_line(str(e))})", "The store may come from another traceduck version: "
+                                     "re-ingest its traces with --force") from None
+                for rel in relations:
+                    self._comment(rel, rel.kind.upper())
+            else:
+                break
+            time.sleep(0.01 * (attempt + 1))
         for table, rows in reference.tables().items():
             self.con.register("_rows", rows)
             self.con.execute(f"INSERT INTO {table} SELECT * FROM _rows")
@@ -67,10 +83,13 @@ class Database:
 
     def _create_tables(self, runs: list[str]) -> None:
         for rel in tables().values():
-            kind = "VIEW" if runs else "TABLE"
+            loaded = runs and rel.name == "runs" and not self._by_glob  # see the class docstring
+            kind = "VIEW" if runs and not loaded else "TABLE"
             if self._kinds.get(rel.name, kind) != kind:
                 self.con.execute(f"DROP {self._kinds[rel.name]} {rel.name}")
-            if runs:
+            if loaded:
+                self._load_runs(runs)
+            elif runs:
                 if self._by_glob:
                     files = _literal(self.store.table_glob(rel.name))
                 else:
@@ -84,18 +103,54 @@ class Database:
             self._comment(rel, kind)
         self._listed = list(runs)
 
+    def _load_runs(self, runs: list[str]) -> None:
+        """Fill the table `runs` with these runs' rows; a runs.parquet is read only when it changed
+        since last time (by identity: inode, mtime, size)."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        schema = _runs_schema()
+        parts = []
+        for run_id in runs:
+            path = self.store.run_dir(run_id) / "runs.parquet"
+            stamp = _stamp(os.stat(path))
+            cached = self._run_rows.get(run_id)
+            if cached is None or cached[0] != stamp:
+                t = pq.read_table(path)
+                cols = [t.column(f.name).cast(f.type) if f.name in t.column_names else pa.nulls(t.num_rows, f.type)
+                        for f in schema]
+                cached = self._run_rows[run_id] = (stamp, pa.Table.from_arrays(cols, schema=schema))
+            parts.append(cached[1])
+        self.con.register("_runs_rows", pa.concat_tables(parts))
+        try:
+            self.con.execute("CREATE OR REPLACE TABLE runs AS SELECT * FROM _runs_rows")
+        finally:
+            self.con.unregister("_runs_rows")
+        self._comment(tables()["runs"], "TABLE")
+        self._stamps = {r: self._run_rows[r][0] for r in runs}
+        for gone in set(self._run_rows) - set(runs):
+            del self._run_rows[gone]
+
     def _refresh(self, again: bool = False) -> None:
-        """List the published runs anew; re-point the tables when the list changed (or `again`)."""
+        """List the published runs anew; re-point the tables when the list changed (or `again`),
+        and re-read the `runs` rows when a run's runs.parquet changed."""
         if self._by_glob and not again:
             return
         with self._mutex:
             for attempt in range(LOST_FILE_RETRIES + 1):
-                runs = self.store.run_ids() if self.run_ids is None else self.run_ids
-                if not again and runs == self._listed:
-                    return
+                stamps = self.store.run_stamps(self.run_ids)
+                runs = sorted(stamps) if self.run_ids is None else self.run_ids
                 try:
+                    if not again and runs == self._listed:
+                        if runs and not self._by_glob and stamps != self._stamps:
+                            self._load_runs(runs)
+                        return
                     self._create_tables(runs)
                     return
+                except FileNotFoundError as e:  # a run removed since it was listed: list again
+                    if attempt == LOST_FILE_RETRIES:
+                        raise StoreError(f"cannot read {e.filename}", "Its run was removed: `traceduck runs` "
+                                         "lists the runs") from None
                 except duckdb.Error as e:
                     if attempt == LOST_FILE_RETRIES or not self._lost_file(e):
                         raise StoreError(f"cannot read the tables of {self.store.path} ({_first_line(str(e))})",
@@ -105,8 +160,14 @@ class Database:
                 time.sleep(0.01 * (attempt + 1))
 
     def _lost_file(self, e: duckdb.Error) -> bool:
-        """A run's file vanished between listing and reading (its run was being replaced)."""
-        return isinstance(e, duckdb.IOException) and str(self.store.runs_dir) in str(e)
+        """A run's file vanished or changed between listing and reading (a run removed, or
+        swapped by `ingest --force`). DuckDB reads a Parquet file of a multi-file scan more than
+        once per query, so a file replaced in between reads as damaged: a Thrift or decompression
+        error (the base duckdb.Error, or one naming the file). Errors in the query itself have
+        their own types."""
+        if isinstance(e, (duckdb.IOException, duckdb.InvalidInputException)):
+            return str(self.store.runs_dir) in str(e)
+        return type(e) is duckdb.Error
 
     def _comment(self, rel: Relation, kind: str) -> None:
         self.con.execute(f"COMMENT ON {kind} {rel.name} IS {_literal(rel.doc)}")
@@ -279,6 +340,17 @@ def _plain(runs: list[dict], among: list[dict], term: str) -> list[dict]:
         raise RunSelectionError(f"{term!r} matches {len(matches)} runs: {listed}",
                                 "Use a run id or a longer run id prefix")
     return matches
+
+
+@functools.lru_cache(maxsize=1)
+def _runs_schema():
+    from .catalog import arrow_schemas
+
+    return arrow_schemas()["runs"]
+
+
+def _stamp(st: os.stat_result) -> tuple[int, int, int]:
+    return st.st_ino, st.st_mtime_ns, st.st_size
 
 
 def _first_line(text: str) -> str:

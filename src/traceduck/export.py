@@ -335,7 +335,8 @@ def export_window(db: Database, run_id: str, out: str | os.PathLike, window: Win
         ((total,),) = one.sql("SELECT count(*) FROM _export_picked").fetchall()
         if not total:
             if window.start_offset_ns is not None or window.end_offset_ns is not None:
-                hint = f"The run lasts {offset_text((run['end_ns'] or 0) - (run['start_ns'] or 0))}"
+                lasts = (run["end_ns"] or 0) - (run["start_ns"] or 0)
+                hint = f"The run lasts {lasts / 1e6:,.3f} ms ({lasts:,} ns)"
             else:
                 hint = f"The run spans {run['start_ns']} to {run['end_ns']} ns (events.ts_ns)"
             raise ExportError(f"no events in {_describe(window, run)} of run {run_id}", hint)

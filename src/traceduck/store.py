@@ -4,9 +4,10 @@
     STORE/tmp/<run_id>.<random>/          runs being written (never read)
     STORE/tmp/<run_id>.<random>.lock      held by the writing process for as long as it lives
 
-Changing a run after it is published (its labels or name: a new runs.parquet; removing it: the
-directory renamed into tmp/, then deleted) and replacing one (`ingest --force`) hold the store's
-lock file, STORE/lock, so that two such changes never interleave.
+Changing a run after it is published (its labels or name: a new runs.parquet renamed over the
+old one; removing it: its runs.parquet moved into tmp/, the directory a moment later) and
+replacing one (`ingest --force`) hold the store's lock file, STORE/lock, so that two such changes
+never interleave. A run is published exactly when its directory holds runs.parquet.
 
 A killed ingest leaves its tmp directory behind; the next ingest removes every tmp directory
 whose lock nobody holds. The lock is a POSIX record lock (`fcntl.lockf`): the kernel drops it
@@ -24,6 +25,7 @@ import re
 import shutil
 import sys
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -42,6 +44,7 @@ STORE_ENV = "TRACEDUCK_STORE"
 DEFAULT_STORE = "traceduck.store"
 RUN_ID_HEX = 12
 LOCK_SUFFIX = ".lock"
+REMOVE_GRACE_S = 1.0  # how long a removed run's files stay readable for queries that listed it
 OLD_SUFFIX = ".old"  # a replaced run on its way out, when it cannot be swapped out atomically
 _RUN_ID = re.compile(r"[0-9a-f]{1,64}")
 _RENAME_EXCHANGE = 2  # renameat2 flag (Linux): swap two paths atomically
@@ -113,6 +116,22 @@ class Store:
         return sorted(p.name for p in self.runs_dir.iterdir()
                       if _RUN_ID.fullmatch(p.name) and (p / "runs.parquet").is_file())
 
+    def run_stamps(self, run_ids: list[str] | None = None) -> dict[str, tuple[int, int, int]]:
+        """Identity (inode, mtime, size) of the runs.parquet of every published run (or of these
+        runs, those still there): it changes when the run's row is rewritten."""
+        if run_ids is None:
+            if not self.runs_dir.is_dir():
+                return {}
+            run_ids = [p.name for p in self.runs_dir.iterdir() if _RUN_ID.fullmatch(p.name)]
+        out = {}
+        for run_id in run_ids:
+            try:
+                st = os.stat(self.run_dir(run_id) / "runs.parquet")
+            except FileNotFoundError:
+                continue
+            out[run_id] = (st.st_ino, st.st_mtime_ns, st.st_size)
+        return out
+
     def table_glob(self, table: str) -> str:
         return str(self.runs_dir / "*" / f"{table}.parquet")
 
@@ -150,9 +169,9 @@ class Store:
             except OSError:
                 if not target.is_dir():
                     raise
-            if not replace:  # another process published the same content first
+            if not replace and self.has_run(run_id):  # another process published the same content first
                 return False
-            with self.locked():
+            with self.locked():  # replace the run, or what is left of a removed one
                 _replace(tmp, target)
             return True
         finally:
@@ -195,7 +214,7 @@ class Store:
                             removed += 1
                 except OSError:  # a leftover that cannot be removed now is tried again next time
                     continue
-        return removed
+        return removed + self._remove_unpublished()
 
     @contextmanager
     def locked(self) -> Iterator[None]:
@@ -254,20 +273,54 @@ class Store:
                 self.discard(tmp)
         return row
 
-    def remove_run(self, run_id: str) -> None:
-        """Unpublish a run with one rename (into tmp/, so that a kill before it is deleted leaves
-        only a leftover for the next cleanup), then delete it."""
-        with self.locked():
-            target = self.run_dir(run_id)
-            if not (target / "runs.parquet").is_file():
-                raise StoreError(f"no run {run_id} in {self.path}", "`traceduck runs` lists the runs")
-            tmp = self.new_tmp_dir(run_id)
-            try:
-                os.rename(target, tmp / "run")
-            except BaseException:
+    def remove_runs(self, run_ids: list[str]) -> None:
+        """Remove runs: each is unpublished at once (its runs.parquet moved into tmp/, so no new
+        query lists it), and its directory is deleted REMOVE_GRACE_S later, so that a query that
+        listed it just before can still read its files. A run directory without runs.parquet
+        that no live removal holds (one killed in between) goes at the next cleanup."""
+        pending: list[tuple[str, Path]] = []
+        try:
+            with self.locked():
+                for run_id in run_ids:
+                    if not self.has_run(run_id):
+                        raise StoreError(f"no run {run_id} in {self.path}", "`traceduck runs` lists the runs")
+                for run_id in run_ids:
+                    pending.append((run_id, self.new_tmp_dir(run_id)))
+                    os.rename(self.run_dir(run_id) / "runs.parquet", pending[-1][1] / "runs.parquet")
+            time.sleep(REMOVE_GRACE_S)
+            with self.locked():
+                for run_id, tmp in pending:
+                    self._take_unpublished(run_id, tmp)
+        finally:
+            for _, tmp in pending:
                 self.discard(tmp)
-                raise
-        self.discard(tmp)
+
+    def _take_unpublished(self, run_id: str, tmp: Path) -> bool:
+        """Move a run directory that has no runs.parquet (a removed run) into tmp; holding the lock."""
+        target = self.run_dir(run_id)
+        if not target.is_dir() or (target / "runs.parquet").exists():  # gone, or published again meanwhile
+            return False
+        os.rename(target, tmp / "run")
+        return True
+
+    def _remove_unpublished(self) -> int:
+        """Delete run directories without runs.parquet whose removal was killed before it ended."""
+        try:
+            names = [p.name for p in self.runs_dir.iterdir() if _RUN_ID.fullmatch(p.name)]
+            pending = {e.name.split(".", 1)[0] for e in os.scandir(self.tmp_dir)}
+        except OSError:
+            return 0
+        removed = 0
+        for run_id in names:
+            if run_id in pending or self.has_run(run_id):  # a live removal or ingest of it, or a run
+                continue
+            with self.locked():
+                tmp = self.new_tmp_dir(run_id)
+                try:
+                    removed += self._take_unpublished(run_id, tmp)
+                finally:
+                    self.discard(tmp)
+        return removed
 
     def size_bytes(self) -> int:
         total = 0
