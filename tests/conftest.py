@@ -66,11 +66,21 @@ def store(tmp_path: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def shared_store(tmp_path_factory):
-    """One store holding every shared trace: (store path, {relative path: IngestResult})."""
+def shared_ingest(tmp_path_factory):
+    """The whole shared directory ingested in one call, as a user would (recursively, one worker
+    process per file): (store path, {relative path: IngestResult} for every .json/.json.gz file,
+    traces or not)."""
     import traceduck
+    from traceduck.api import expand_paths
 
     root = shared_dir()
     path = tmp_path_factory.mktemp("shared") / "store"
-    results = {rel: traceduck.ingest(root / rel, store=path)[0] for rel in shared_trace_files()}
-    return path, results
+    results = traceduck.ingest(root, store=path)
+    return path, {str(f.relative_to(root)): r for f, r in zip(expand_paths([root]), results)}
+
+
+@pytest.fixture(scope="session")
+def shared_store(shared_ingest):
+    """One store holding every shared trace: (store path, {relative path: IngestResult}) for the traces."""
+    path, results = shared_ingest
+    return path, {rel: r for rel, r in results.items() if not r.not_a_trace}

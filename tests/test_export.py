@@ -241,7 +241,7 @@ def test_window_errors(buggy_run, tmp_path, capsys):
     out = tmp_path / "x.json"
     cases = [
         (["--step", 9], f"no step 9 in run {run_id}. Steps in the run: 2-4."),
-        (["--step", 3, "--start-ns", 1], "--step cannot be combined with --start-ns/--end-ns. "
+        (["--step", 3, "--start-ns", 1], "--step cannot be combined with a time range (--start/--end, --start-ns/--end-ns). "
                                          "Export one step or one time range."),
         (["--start-ns", 10, "--end-ns", 10], "--end-ns 10 is not after --start-ns 10. "
                                              "Give a range with START < END, in ns as in events.ts_ns."),
@@ -249,7 +249,7 @@ def test_window_errors(buggy_run, tmp_path, capsys):
                                            f"The run spans {first} to {last} ns (events.ts_ns)."),
         (["--max-events", 0], "--max-events 0 is below 1. Give a positive number of events."),
         (["--metric", "gpu"], "--metric applies to --format folded. Add --format folded, or drop --metric."),
-        (["--format", "folded", "--step", 3], "--step, --start-ns, --end-ns and --max-events apply to Chrome traces. "
+        (["--format", "folded", "--step", 3], "--step, --start, --end, --start-ns, --end-ns and --max-events apply to Chrome traces. "
                                               "Folded stacks cover the whole run: drop those options or use --format chrome."),
         (["--format", "folded", "--metric", "gpu"], f"run {run_id} has no GPU kernel time to fold. Try --metric cpu_self."),
     ]
@@ -370,3 +370,88 @@ def test_folded_frames_root_first_and_names_made_safe(tmp_path, store):
     assert out.read_text() == ("a.py(1): <module>;b.py(2): f,g;aten::outer 20000\n"
                                "a.py(1): <module>;b.py(2): f,g;aten::outer;aten::in ner 10000\n"
                                "aten::lone 5000\n")
+
+
+# --- times after the run's start (--start/--end) ---------------------------------------------
+
+
+def run_start(doc: dict) -> int:
+    """The run's start as plain json sees it: the earliest ts of an event other than metadata."""
+    base = doc.get("baseTimeNanoseconds", 0)
+    return min(base + ns(e["ts"]) for e in trace_events(doc) if e.get("ph") != "M" and "ts" in e)
+
+
+def test_time_range_after_the_run_start(gpu_run, tmp_path, capsys):
+    store, run_id, doc = gpu_run
+    evs = trace_events(doc)
+    base, first = doc.get("baseTimeNanoseconds", 0), run_start(doc)
+    busy, _ = busy_range(evs, base)
+    ms = (busy - first) // 1_000_000  # a busy stretch: 665.5 ms to 668 ms after the start
+    assert ms == 665
+    start, end = first + ms * 1_000_000 + 500_000, first + (ms + 3) * 1_000_000
+    picked = range_events(evs, base, start, end)
+    assert {evs[i].get("cat") for i in picked} >= {"cpu_op", "cuda_runtime", "kernel"}
+    expected = with_context(evs, picked)
+    out = tmp_path / "after.json"
+    code, _, err = run_cli(capsys, "export", run_id, "-o", out, "--start", f"{ms}.5ms", "--end", f"{(ms + 3) * 1000}us",
+                           "--store", store)
+    assert code == 0, err
+    assert err == (f"{len(expected):,} events from run {run_id}, [{ms}.5ms, {ms + 3}ms) after the run's start "
+                   f"= [{start}, {end}) ns -> {out}\n")
+    assert_exported(out, doc, expected)
+    # the same window in ns, and as absolute times: the same file
+    again = tmp_path / "ns.json"
+    code, _, err = run_cli(capsys, "export", run_id, "-o", again, "--start", f"{start - first}ns",
+                           "--end", f"{end - first}ns", "--store", store)
+    assert code == 0, err
+    absolute = tmp_path / "absolute.json"
+    assert run_cli(capsys, "export", run_id, "-o", absolute, "--start-ns", start, "--end-ns", end, "--store", store)[0] == 0
+    assert again.read_bytes() == out.read_bytes() == absolute.read_bytes()
+
+
+def test_open_ended_times_after_the_start(buggy_run, tmp_path, capsys):
+    store, run_id, doc = buggy_run
+    evs = trace_events(doc)
+    base, first = doc.get("baseTimeNanoseconds", 0), run_start(doc)
+    last = max(base + ns(e["ts"]) + ns(e.get("dur", 0)) for e in evs if e.get("ph") != "M" and "ts" in e)
+    out = tmp_path / "tail.json"
+    # from 2 ms on: to the run's end
+    code, _, err = run_cli(capsys, "export", "buggy", "-o", out, "--start", "2ms", "--store", store)
+    assert code == 0, err
+    expected = with_context(evs, range_events(evs, base, first + 2_000_000, last + 1))
+    assert err == (f"{len(expected):,} events from run {run_id}, [2ms, end) after the run's start "
+                   f"= [{first + 2_000_000}, {last + 1}) ns -> {out}\n")
+    assert_exported(out, doc, expected)
+    # up to 1500 ns: from the run's start
+    code, _, err = run_cli(capsys, "export", "buggy", "-o", out, "--end", "1500ns", "--store", store)
+    assert code == 0, err
+    expected = with_context(evs, range_events(evs, base, first, first + 1500))
+    assert err == (f"{len(expected):,} events from run {run_id}, [0ns, 1.5us) after the run's start "
+                   f"= [{first}, {first + 1500}) ns -> {out}\n")
+    assert_exported(out, doc, expected)
+
+
+def test_times_after_the_start_errors(buggy_run, tmp_path, capsys):
+    store, run_id, doc = buggy_run
+    out = tmp_path / "x.json"
+    duration = (max(doc.get("baseTimeNanoseconds", 0) + ns(e["ts"]) + ns(e.get("dur", 0))
+                    for e in trace_events(doc) if e.get("ph") != "M" and "ts" in e) - run_start(doc))
+    hint = "Write it like 12.5ms, 300us, 2s or 1500ns: a time after the run's start."
+    cases = [
+        (["--start", "12.5"], f"--start '12.5' is not a time with a unit. {hint}"),
+        (["--end", "3 hours"], f"--end '3 hours' is not a time with a unit. {hint}"),
+        (["--start", "-1ms"], f"--start '-1ms' is not a time with a unit. {hint}"),
+        (["--start", "3ms", "--end", "2500us"], "--end 2.5ms is not after --start 3ms. "
+                                                "Give a range with START < END, both after the run's start."),
+        (["--start", "1ms", "--start-ns", 5], "--start cannot be combined with --start-ns. "
+                                              "Give the start after the run's start (--start) or as events.ts_ns (--start-ns)."),
+        (["--step", 3, "--end", "1ms"], "--step cannot be combined with a time range (--start/--end, --start-ns/--end-ns). "
+                                        "Export one step or one time range."),
+        (["--start", "2s"], f"no events in [2s, end) after the run's start = [{run_start(doc) + 2 * 10**9}, "
+                            f"{run_start(doc) + duration + 1}) ns of run {run_id}. "
+                            f"The run lasts {duration / 1e6:.3f} ms ({duration:,} ns)."),
+    ]
+    for args, message in cases:
+        code, stdout, err = run_cli(capsys, "export", "buggy", "-o", out, *args, "--store", store)
+        assert (code, stdout, err) == (1, "", f"Error: {message}\n"), args
+        assert not out.exists()

@@ -1,4 +1,5 @@
-"""The Python API: `traceduck.ingest(...)` and `traceduck.open(store)`."""
+"""The Python API: `traceduck.ingest(...)`, `traceduck.open(store)`, and changing published runs
+(`label`, `rename`, `remove`)."""
 
 from __future__ import annotations
 
@@ -9,76 +10,142 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 from .db import Database
-from .errors import InputError, TraceduckError
+from .errors import InputError, NotATrace, RunSelectionError, TraceduckError
 from .ingester import IngestResult, default_jobs, ingest_file
+from .ingester.pipeline import default_names
+from .ingester.reader import sniff
 from .store import Store
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 
 
-def expand_paths(paths: Iterable[str | os.PathLike]) -> list[Path]:
-    """Files to ingest: each file as given; each directory's *.json and *.json.gz, sorted."""
-    out: list[Path] = []
+def _expand(paths: Iterable[str | os.PathLike]) -> list[tuple[Path, bool]]:
+    """(file, found in a directory) for each file to ingest, each once."""
+    out: list[tuple[Path, bool]] = []
+    seen: set[Path] = set()
     for p in paths:
         path = Path(p)
         if path.is_dir():
-            found = sorted(f for f in path.iterdir() if f.is_file() and f.name.endswith(TRACE_SUFFIXES))
+            found = []
+            for root, dirs, names in os.walk(path):
+                dirs.sort()
+                found += [Path(root, n) for n in names if n.endswith(TRACE_SUFFIXES) and os.path.isfile(os.path.join(root, n))]
             if not found:
-                raise InputError(f"{path}: no .json or .json.gz files in this directory")
-            out.extend(found)
+                raise InputError(f"{path}: no .json or .json.gz files in this directory or below")
+            listed = [(f, True) for f in sorted(found, key=lambda f: f.relative_to(path).parts)]
         elif not path.exists():
             raise InputError(f"{path}: no such file", "Check the path")
         else:
-            out.append(path)
+            listed = [(path, False)]
+        for f, from_dir in listed:
+            if f.absolute() not in seen:
+                seen.add(f.absolute())
+                out.append((f, from_dir))
     return out
+
+
+def expand_paths(paths: Iterable[str | os.PathLike]) -> list[Path]:
+    """Files to ingest: each file as given; each directory's *.json and *.json.gz files at any
+    depth, sorted by path."""
+    return [f for f, _ in _expand(paths)]
 
 
 def ingest(paths: str | os.PathLike | Iterable[str | os.PathLike], store: str | os.PathLike | None = None,
            name: str | None = None, labels: dict[str, str] | None = None, force: bool = False,
            jobs: int | None = None,
            progress: Callable[[Path, int, int], None] | None = None, salvage: bool = False) -> list[IngestResult]:
-    """Ingest trace files (or directories of them) into a store; returns one result per file.
-    With `salvage`, a truncated or damaged trace keeps its complete events before the cut."""
+    """Ingest trace files (or directories of them, searched at any depth) into a store; returns one
+    result per file. With `salvage`, a truncated or damaged trace keeps its complete events before
+    the cut.
+
+    A file found in a directory that is JSON but not a trace (no traceEvents list) is skipped: its
+    result has `not_a_trace` set. A file named alone that is not a trace is an error. Default run
+    names that collide (two files, or another run in the store) get their parent directory
+    prefixed; see `default_names`."""
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
-    files = expand_paths(paths)
+    listed = _expand(paths)
+    files = [f for f, _ in listed]
     if name is not None and len(files) > 1:
         raise InputError("--name applies to one file, but several were given", "Use --label to tag many runs")
     st = Store(store, create=True)
-    jobs = jobs or default_jobs()
-    if len(files) > 1 and jobs > 1:
-        return _ingest_many(files, st, labels, force, jobs, progress, salvage)
     results: dict[Path, IngestResult] = {}
+    from_dir = {f for f, d in listed if d}
+    for f in from_dir:
+        reason = sniff(f)
+        if reason is not None:
+            results[f] = _not_a_trace(f, reason)
+    todo = [f for f in files if f not in results]
+    names: dict[Path, str | list[str]] = {f: name for f in todo} if name is not None else default_names(todo)
+    taken: dict[str, set[str]] = {}
+    for row in st.run_rows(["name", "run_id"]):
+        taken.setdefault(row["name"], set()).add(row["run_id"])
+    jobs = jobs or default_jobs()
     errors: list[tuple[Path, TraceduckError]] = []
-    for f in files:
-        cb = (lambda b, n, f=f: progress(f, b, n)) if progress else None
-        try:
-            results[f] = ingest_file(f, st, name=name, labels=labels, force=force, jobs=jobs, progress=cb,
-                                     salvage=salvage)
-        except TraceduckError as e:
-            if len(files) == 1:
-                raise
-            errors.append((f, e))  # the others land, as with worker processes
+    if len(todo) > 1 and jobs > 1:
+        _ingest_many(todo, names, taken, st, labels, force, jobs, progress, salvage, results, errors)
+    else:
+        for f in todo:
+            cb = (lambda b, n, f=f: progress(f, b, n)) if progress else None
+            try:
+                results[f] = ingest_file(f, st, name=names[f], labels=labels, force=force, jobs=jobs, progress=cb,
+                                         salvage=salvage, taken=taken)
+            except TraceduckError as e:
+                if len(files) == 1:
+                    raise
+                errors.append((f, e))  # the others land, as with worker processes
+    for f, e in errors[:]:
+        if f in from_dir and isinstance(e, NotATrace):  # seen only past the first bytes
+            results[f] = _not_a_trace(f, e.reason)
+            errors.remove((f, e))
+    _settle_duplicates(files, results, st)
     _raise_first(files, results, errors)
     return [results[f] for f in files]
+
+
+def _not_a_trace(path: Path, reason: str) -> IngestResult:
+    return IngestResult("", "", path, 0, 0.0, skipped=True, not_a_trace=reason)
+
+
+def _settle_duplicates(files: list[Path], results: dict[Path, IngestResult], st: Store) -> None:
+    """Files with the same bytes are one run. Worker processes race to publish it; the run gets the
+    name of the first such file (by path), as ingesting them one by one would give."""
+    by_run: dict[str, list[Path]] = {}
+    for f in files:
+        r = results.get(f)
+        if r is not None and r.run_id and not r.not_a_trace:
+            by_run.setdefault(r.run_id, []).append(f)
+    for run_id, same in by_run.items():
+        published = [f for f in same if not results[f].skipped]
+        if len(same) < 2 or not published or published == same[:1]:
+            continue
+        first, winner = same[0], results[published[-1]]
+        want = results[first].name
+        if st.run_row(run_id)["name"] != want:
+            st.update_run(run_id, lambda row: {**row, "name": want})
+        for f in same[1:]:
+            results[f] = IngestResult(run_id, want, results[f].path, 0, results[f].seconds, skipped=True)
+        results[first] = IngestResult(**{**winner.__dict__, "path": results[first].path, "name": want})
 
 
 def _raise_first(files: list[Path], results: dict[Path, IngestResult], errors: list[tuple[Path, TraceduckError]]) -> None:
     if errors:
         errors.sort(key=lambda pe: files.index(pe[0]))
         first = errors[0][1]
-        raise type(first)(f"{len(errors)} of {len(files)} files failed ({len(results)} ingested); first: {first.message}",
+        ingested = sum(not r.not_a_trace for r in results.values())
+        raise (InputError if isinstance(first, NotATrace) else type(first))(
+            f"{len(errors)} of {len(files)} files failed ({ingested} ingested); first: {first.message}",
                           first.hint)
 
 
-def _ingest_many(files: list[Path], st: Store, labels: dict[str, str] | None, force: bool, jobs: int,
-                 progress: Callable[[Path, int, int], None] | None, salvage: bool = False) -> list[IngestResult]:
+def _ingest_many(files: list[Path], names: dict[Path, str | list[str]], taken: dict[str, set[str]], st: Store,
+                 labels: dict[str, str] | None, force: bool, jobs: int, progress: Callable[[Path, int, int], None] | None, salvage: bool,
+                 results: dict[Path, IngestResult], errors: list[tuple[Path, TraceduckError]]) -> None:
     """One file per worker process (e.g. one trace per rank); the others land if one fails."""
     ctx = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
-    results: dict[Path, IngestResult] = {}
-    errors: list[tuple[Path, TraceduckError]] = []
     with ProcessPoolExecutor(max_workers=min(jobs, len(files)), mp_context=ctx) as pool:
-        futures = {pool.submit(ingest_file, f, st, None, labels, force, 1, None, salvage): f for f in files}
+        futures = {pool.submit(ingest_file, f, st, name=names[f], labels=labels, force=force, jobs=1,
+                               salvage=salvage, taken=taken): f for f in files}
         for fut in as_completed(futures):
             f = futures[fut]
             try:
@@ -88,10 +155,81 @@ def _ingest_many(files: list[Path], st: Store, labels: dict[str, str] | None, fo
                 continue
             if progress:
                 progress(f, f.stat().st_size, results[f].events)
-    _raise_first(files, results, errors)
-    return [results[f] for f in files]
 
 
 def open(store: str | os.PathLike | None = None) -> Database:  # noqa: A001 - mirrors duckdb/sqlite3
     """Open a store for querying; `.sql(...)` returns DuckDB relations."""
     return Database(Store(store))
+
+
+def _selected(db: Database, selections: Iterable[str]) -> list[dict]:
+    """The runs (rows) any of the selections picks, each once, by name."""
+    if isinstance(selections, str):
+        selections = [selections]
+    wanted = {run_id for sel in selections for run_id in db.select_runs(sel)}
+    return [r for r in db.runs() if r["run_id"] in wanted]
+
+
+def label(runs: str | Iterable[str], labels: dict[str, str] | None = None, remove: Iterable[str] = (),
+          store: str | os.PathLike | None = None) -> list[dict]:
+    """Set labels on the selected runs (a value replaces the key's old one) and remove the keys in
+    `remove`; returns each run's `run_id`, `name` and `labels` after the change. Each run's new
+    labels are published at once (see `Store.update_run`): readers see the old ones or the new."""
+    labels = dict(labels or {})
+    remove = list(remove)
+    if not labels and not remove:
+        raise InputError("no labels to set or remove", "Give KEY=VALUE labels, or --remove KEY")
+    for key in [*labels, *remove]:
+        if not key or "=" in key:
+            raise InputError(f"{key!r} is not a label key", "Keys are non-empty and have no '='")
+    st = Store(store)
+    with Database(st) as db:
+        chosen = _selected(db, runs)
+    for key in remove:
+        if not any(key in (r["labels"] or {}) for r in chosen):
+            have = sorted({k for r in chosen for k in (r["labels"] or {})})
+            raise InputError(f"no selected run has label {key!r}",
+                             f"Their labels: {', '.join(have)}" if have else "They have no labels")
+
+    def change(row: dict) -> dict:
+        kept = {k: v for k, v in row["labels"] if k not in remove}
+        return {**row, "labels": list({**kept, **labels}.items())}
+
+    out = []
+    for r in chosen:
+        row = st.update_run(r["run_id"], change)
+        out.append({"run_id": row["run_id"], "name": row["name"], "labels": dict(row["labels"])})
+    return out
+
+
+def rename(run: str, name: str, store: str | os.PathLike | None = None) -> tuple[str, str, str]:
+    """Give one run a new name, one no other run has; returns (run_id, old name, new name)."""
+    if not name.strip() or not name.isprintable():
+        raise InputError(f"{name!r} cannot be a run name", "Give a name with printable characters")
+    if name.startswith(("label:", "rank:")):
+        raise InputError(f"{name!r} cannot be a run name: it reads as a run selection",
+                         "Give a name that does not start with label: or rank:")
+    st = Store(store)
+    with Database(st) as db:
+        run_id = db.resolve_run(run)
+    old: list[str] = []
+
+    def change(row: dict) -> dict:
+        others = [r["run_id"] for r in st.run_rows(["run_id", "name"]) if r["name"] == name and r["run_id"] != run_id]
+        if others:
+            raise InputError(f"run {others[0]} is already named {name!r}", "Give another name, or rename that run first")
+        old.append(row["name"])
+        return {**row, "name": name}
+
+    st.update_run(run_id, change)
+    return run_id, old[0], name
+
+
+def remove(runs: str | Iterable[str], store: str | os.PathLike | None = None) -> list[tuple[str, str]]:
+    """Remove the selected runs from the store; returns (run_id, name) of each. Each run goes at
+    once: readers see it whole or not at all (see `Store.remove_runs`)."""
+    st = Store(store)
+    with Database(st) as db:
+        chosen = _selected(db, runs)
+    st.remove_runs([r["run_id"] for r in chosen])
+    return [(r["run_id"], r["name"]) for r in chosen]

@@ -13,9 +13,9 @@ from typing import Optional
 import typer
 
 from . import __version__
-from .api import expand_paths, ingest as ingest_traces, open as open_store
+from .api import ingest as ingest_traces, label as label_traces, open as open_store, remove as remove_traces, rename as rename_trace
 from .errors import InputError, TraceduckError
-from .export import Window, export as export_trace
+from .export import Window, export as export_trace, parse_offset
 from .catalog_file import write_catalog
 from .diff import diff_runs
 from .render import PEOPLE, Format, View, escape, integral, render, render_batches
@@ -62,12 +62,12 @@ def _root(
     """traceduck: an embedded SQL database for PyTorch profiler (Kineto) Chrome traces."""
 
 
-def _labels(values: list[str]) -> dict[str, str]:
+def _labels(values: list[str], option: str = "--label ") -> dict[str, str]:
     out = {}
     for v in values:
         key, sep, value = v.partition("=")
         if not sep or not key:
-            raise InputError(f"--label {v!r} is not KEY=VALUE", "Write labels like --label job=run42")
+            raise InputError(f"{option}{v!r} is not KEY=VALUE", f"Write labels like {option}job=run42")
         out[key] = value
     return out
 
@@ -88,16 +88,18 @@ def ingest(
 ) -> None:
     """Ingest traces into the store: one run per file; the same bytes twice is a no-op."""
     labels = _labels(label)
-    files = expand_paths(paths)
     started = time.perf_counter()
     show_progress = not quiet and sys.stderr.isatty()
     if show_progress:
-        results = _ingest_with_progress(files, store, name, labels, force, jobs, salvage)
+        results = _ingest_with_progress(paths, store, name, labels, force, jobs, salvage)
     else:
-        results = ingest_traces(files, store=store, name=name, labels=labels, force=force, jobs=jobs, salvage=salvage)
+        results = ingest_traces(paths, store=store, name=name, labels=labels, force=force, jobs=jobs, salvage=salvage)
     err = typer.get_text_stream("stderr")
     for r in results:
-        if r.skipped and not quiet:
+        if r.not_a_trace:
+            if not quiet:
+                err.write(f"{r.path}: not a trace ({r.not_a_trace}), skipped\n")
+        elif r.skipped and not quiet:
             err.write(f"{r.path.name}: already in the store as run {r.run_id} (use --force to replace it)\n")
         elif r.warnings and not quiet:
             listed = ", ".join(f"{v:,} {k}" for k, v in sorted(r.warnings.items()))
@@ -147,6 +149,45 @@ def runs(store: Optional[Path] = StoreOpt, format: Format = FormatOpt, wide: boo
               None if r["start_ns"] is None else round((r["end_ns"] - r["start_ns"]) / 1e6, 3),
               r["ingested_at"], r["source_path"], bool(r.get("salvaged")), r.get("warnings") or {}) for r in rows]
     render(columns, table, format, sys.stdout, View(wide=wide))
+
+
+def _show_labels(labels: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in labels.items()) or "no labels"
+
+
+@app.command("label")
+def label_runs(
+    run: str = typer.Argument(..., help="Runs: id, unique prefix, name, name pattern, label:KEY=VALUE or rank:N "
+                              "(comma-joined terms: runs matching all).", show_default=False),
+    labels: list[str] = typer.Argument(None, help="KEY=VALUE labels to set.", show_default=False),
+    remove: list[str] = typer.Option([], "--remove", help="Label key to remove; repeatable."),
+    store: Optional[Path] = StoreOpt,
+) -> None:
+    """Set or remove labels of runs (`traceduck label baseline job=run42 --remove old`)."""
+    for r in label_traces(run, _labels(labels or [], option=""), remove=remove, store=store):
+        typer.echo(f"{r['run_id']} '{r['name']}': {_show_labels(r['labels'])}")
+
+
+@app.command()
+def rename(
+    run: str = typer.Argument(..., help="The run: id, unique prefix or name.", show_default=False),
+    name: str = typer.Argument(..., help="Its new name.", show_default=False),
+    store: Optional[Path] = StoreOpt,
+) -> None:
+    """Rename a run."""
+    run_id, old, new = rename_trace(run, name, store=store)
+    typer.echo(f"{run_id}: '{old}' -> '{new}'")
+
+
+@app.command("rm")
+def remove_runs(
+    runs: list[str] = typer.Argument(..., help="Runs: ids, unique prefixes, names, name patterns, label:KEY=VALUE "
+                                     "or rank:N.", show_default=False),
+    store: Optional[Path] = StoreOpt,
+) -> None:
+    """Remove runs from the store."""
+    for run_id, name in remove_traces(runs, store=store):
+        typer.echo(f"removed {run_id} '{name}'")
 
 
 @app.command()
@@ -325,6 +366,11 @@ def export(
                                              "speedscope or flamegraph.pl."),
     step: Optional[int] = typer.Option(None, "--step", help="Only profiler step N: its CPU events and the GPU work "
                                        "they launched.", show_default=False),
+    start: Optional[str] = typer.Option(None, "--start", help="Only events overlapping [START, END), times after "
+                                        "the run's start with a unit: 12.5ms, 300us, 2s, 1500ns [default: 0].",
+                                        show_default=False),
+    end: Optional[str] = typer.Option(None, "--end", help="End of that range, after the run's start "
+                                      "[default: the run's end].", show_default=False),
     start_ns: Optional[int] = typer.Option(None, "--start-ns", help="Only events overlapping [START, END) "
                                            "(ns, as events.ts_ns) [default: the run's start].", show_default=False),
     end_ns: Optional[int] = typer.Option(None, "--end-ns", help="End of that range [default: the run's end].",
@@ -337,7 +383,9 @@ def export(
 ) -> None:
     """Write a run, or one step or time range of it, as a Chrome trace (events and args as ingested),
     or its folded stacks."""
-    window = Window(step=step, start_ns=start_ns, end_ns=end_ns, max_events=max_events)
+    window = Window(step=step, start_ns=start_ns, end_ns=end_ns, max_events=max_events,
+                    start_offset_ns=None if start is None else parse_offset(start, "--start"),
+                    end_offset_ns=None if end is None else parse_offset(end, "--end"))
     with open_store(store) as db:
         run_id = db.resolve_run(run)
         result = export_trace(db, run_id, output, format.value, window, metric.value if metric else None)

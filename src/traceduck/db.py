@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import datetime as dt
+import fnmatch
+import functools
+import os
 import re
 import shlex
 import threading
@@ -22,9 +25,9 @@ from .errors import QueryError, RunSelectionError, StoreError, did_you_mean, wit
 from .store import LAYOUT_VERSION, Store
 
 
-# A query that finds a run's file gone (a run replaced without an atomic exchange) is retried
-# this many times, over a fresh list of the runs.
-LOST_FILE_RETRIES = 3
+# A query that finds a run's file gone or changed under it (a run replaced, removed, relabelled or
+# renamed meanwhile) is retried this many times, over a fresh list of the runs.
+LOST_FILE_RETRIES = 5
 LISTED = 10  # runs or labels named in an error before "and N more"
 T = TypeVar("T")
 
@@ -76,6 +79,11 @@ class Database:
     listed by name and refreshed before every `sql()` when runs came or went: every table of one
     query sees the same runs, even while other processes publish. A database file (`catalog`)
     reads by glob instead, so runs ingested after it was written show up.
+
+    In memory, the `runs` table is a DuckDB table filled from the runs.parquet files, each read
+    once by this process, and refilled when one of them changed (a run given labels or a new
+    name): DuckDB opens a file of a multi-file scan more than once per query, so a file replaced
+    meanwhile would read as damaged. The other tables' files never change once published.
     """
 
     def __init__(self, store: Store, threads: int | None = None, run_ids: list[str] | None = None,
@@ -86,6 +94,8 @@ class Database:
         self._listed: list[str] | None = None  # the runs whose files the tables read now
         self._kinds: dict[str, str] = {}  # table -> "VIEW" (over Parquet files) or "TABLE" (empty)
         self._current: set[str] = set()  # runs whose files have every column this version reads
+        self._stamps: dict[str, tuple] = {}  # run -> identity of the runs.parquet its `runs` row came from
+        self._run_rows: dict[str, tuple] = {}  # run -> (identity, Arrow table of its runs row)
         self._mutex = threading.Lock()
         if not store.path.is_dir():
             raise StoreError(f"no store at {store.path}", "Run `traceduck ingest TRACE` first, or pass --store")
@@ -95,24 +105,34 @@ class Database:
         self._create_views()
 
     def _create_views(self) -> None:
-        self._refresh(again=True)
-        for path, text, relations in view_files():
-            try:
-                self.con.execute(text)
-            except duckdb.Error as e:
-                raise StoreError(f"cannot define the views of {path.name} over {self.store.path} ({_first_line(str(e))})",
-                                 "The store may come from another traceduck version: re-ingest its traces with --force") from None
-            for rel in relations:
-                self._comment(rel, rel.kind.upper())
+        for attempt in range(LOST_FILE_RETRIES + 1):
+            self._refresh(again=True)
+            for path, text, relations in view_files():
+                try:
+                    self.con.execute(text)  # binding a view reads the runs' files
+                except duckdb.Error as e:
+                    if attempt < LOST_FILE_RETRIES and self._lost_file(e):  # a run removed meanwhile
+                        break
+                    raise StoreError(f"cannot define the views of {path.name} over {self.store.path} "
+                                     f"({_first_line(str(e))})", "The store may come from another traceduck version: "
+                                     "re-ingest its traces with --force") from None
+                for rel in relations:
+                    self._comment(rel, rel.kind.upper())
+            else:
+                break
+            time.sleep(0.01 * (attempt + 1))
         reference.fill(self.con)
 
     def _create_tables(self, runs: list[str]) -> None:
         self._check_columns(runs)
         for rel in tables().values():
-            kind = "VIEW" if runs else "TABLE"
+            loaded = runs and rel.name == "runs" and not self._by_glob  # see the class docstring
+            kind = "VIEW" if runs and not loaded else "TABLE"
             if self._kinds.get(rel.name, kind) != kind:
                 self.con.execute(f"DROP {self._kinds[rel.name]} {rel.name}")
-            if runs:
+            if loaded:
+                self._load_runs(runs)
+            elif runs:
                 if self._by_glob:
                     files = _literal(self.store.table_glob(rel.name))
                 else:
@@ -181,19 +201,54 @@ class Database:
             if lacking:
                 out.append(f"{table} lacks {', '.join(lacking)}")
         return "; ".join(out)
+    def _load_runs(self, runs: list[str]) -> None:
+        """Fill the table `runs` with these runs' rows; a runs.parquet is read only when it changed
+        since last time (by identity: inode, mtime, size)."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        schema = _runs_schema()
+        parts = []
+        for run_id in runs:
+            path = self.store.run_dir(run_id) / "runs.parquet"
+            stamp = _stamp(os.stat(path))
+            cached = self._run_rows.get(run_id)
+            if cached is None or cached[0] != stamp:
+                t = pq.read_table(path)
+                cols = [t.column(f.name).cast(f.type) if f.name in t.column_names else pa.nulls(t.num_rows, f.type)
+                        for f in schema]
+                cached = self._run_rows[run_id] = (stamp, pa.Table.from_arrays(cols, schema=schema))
+            parts.append(cached[1])
+        self.con.register("_runs_rows", pa.concat_tables(parts))
+        try:
+            self.con.execute("CREATE OR REPLACE TABLE runs AS SELECT * FROM _runs_rows")
+        finally:
+            self.con.unregister("_runs_rows")
+        self._comment(tables()["runs"], "TABLE")
+        self._stamps = {r: self._run_rows[r][0] for r in runs}
+        for gone in set(self._run_rows) - set(runs):
+            del self._run_rows[gone]
 
     def _refresh(self, again: bool = False) -> None:
-        """List the published runs anew; re-point the tables when the list changed (or `again`)."""
+        """List the published runs anew; re-point the tables when the list changed (or `again`),
+        and re-read the `runs` rows when a run's runs.parquet changed."""
         if self._by_glob and not again:
             return
         with self._mutex:
             for attempt in range(LOST_FILE_RETRIES + 1):
-                runs = self.store.run_ids() if self.run_ids is None else self.run_ids
-                if not again and runs == self._listed:
-                    return
+                stamps = self.store.run_stamps(self.run_ids)
+                runs = sorted(stamps) if self.run_ids is None else self.run_ids
                 try:
+                    if not again and runs == self._listed:
+                        if runs and not self._by_glob and stamps != self._stamps:
+                            self._load_runs(runs)
+                        return
                     self._create_tables(runs)
                     return
+                except FileNotFoundError as e:  # a run removed since it was listed: list again
+                    if attempt == LOST_FILE_RETRIES:
+                        raise StoreError(f"cannot read {e.filename}", "Its run was removed: `traceduck runs` "
+                                         "lists the runs") from None
                 except duckdb.Error as e:
                     if attempt == LOST_FILE_RETRIES or not self._lost_file(e):
                         raise StoreError(f"cannot read the tables of {self.store.path} ({_first_line(str(e))})",
@@ -203,8 +258,14 @@ class Database:
                 time.sleep(0.01 * (attempt + 1))
 
     def _lost_file(self, e: Exception) -> bool:
-        """A run's file vanished between listing and reading (its run was being replaced)."""
-        return isinstance(e, (duckdb.IOException, OSError)) and str(self.store.runs_dir) in str(e)
+        """A run's file vanished or changed between listing and reading (a run removed, or
+        swapped by `ingest --force`). DuckDB reads a Parquet file of a multi-file scan more than
+        once per query, so a file replaced in between reads as damaged: a Thrift or decompression
+        error (the base duckdb.Error, or one naming the file). Errors in the query itself have
+        their own types."""
+        if isinstance(e, (duckdb.IOException, duckdb.InvalidInputException, OSError)):
+            return str(self.store.runs_dir) in str(e)
+        return type(e) is duckdb.Error
 
     def _comment(self, rel: Relation, kind: str) -> None:
         self.con.execute(f"COMMENT ON {kind} {rel.name} IS {_literal(rel.doc)}")
@@ -287,44 +348,40 @@ class Database:
         return row[0][0] if row else None
 
     def runs(self) -> list[dict]:
-        """Every run in the store, oldest ingest first."""
-        rel = self.sql("SELECT * FROM runs ORDER BY ingested_at, run_id")
+        """Every run in the store, by name (then run id)."""
+        rel = self.sql("SELECT * FROM runs ORDER BY name, run_id")
         cols = rel.columns
         return [dict(zip(cols, row)) for row in rel.fetchall()]
 
     def select_runs(self, selection: str) -> list[str]:
-        """Run ids for a selection: a run id, a unique run id prefix, a run name, or
-        `label:KEY=VALUE` (every run with that label; may match several)."""
+        """Run ids for a selection, one of: a run id, a unique run id prefix, a run name, a
+        shell-style pattern on names (`worker*`, `rank[0-3]`), `label:KEY=VALUE`, `rank:N`; or
+        several of these joined by commas, selecting the runs that match every one
+        (`label:job=run42,rank:0`). A run whose whole name or id is the selection is that run, even
+        with commas or pattern characters in its name."""
         runs = self.runs()
-        if selection.startswith("label:"):
-            key, sep, value = selection[len("label:"):].partition("=")
-            if not sep or not key:
-                raise RunSelectionError(f"{selection!r} is not label:KEY=VALUE", "Select runs like label:job=run42")
-            found = [r["run_id"] for r in runs if (r["labels"] or {}).get(key) == value]
-            if not found:
-                labels = sorted({f"{k}={v}" for r in runs for k, v in (r["labels"] or {}).items()})
-                listed = ", ".join(labels[:LISTED]) or "none"
-                if len(labels) > LISTED:
-                    listed += f" and {len(labels) - LISTED:,} more"
-                raise RunSelectionError(f"no run has label {key}={value}", f"Labels in the store: {listed}")
-            return found
-        exact = [r["run_id"] for r in runs if r["run_id"] == selection]
-        if exact:
-            return exact
-        by_name = [r["run_id"] for r in runs if r["name"] == selection]
-        by_prefix = [r["run_id"] for r in runs if r["run_id"].startswith(selection)]
-        matches = list(dict.fromkeys(by_name or by_prefix))
-        if len(matches) == 1:
-            return matches
-        if not matches:
-            known = ", ".join(f"{r['run_id']} ({r['name']})" for r in runs[:LISTED]) or "none"
-            if len(runs) > LISTED:
-                known += f" and {len(runs) - LISTED:,} more (`traceduck runs` lists them)"
-            raise RunSelectionError(f"no run matches {selection!r}",
-                                    with_suggestion(f"Runs in the store: {known}", selection, (r["name"] for r in runs)))
-        listed = ", ".join(f"{m} ({next(r['name'] for r in runs if r['run_id'] == m)})" for m in matches[:10])
-        raise RunSelectionError(f"{selection!r} matches {len(matches)} runs: {listed}",
-                                "Use a run id or a longer run id prefix")
+        whole = [r["run_id"] for r in runs if r["run_id"] == selection] or \
+                [r["run_id"] for r in runs if r["name"] == selection]
+        if len(whole) == 1:
+            return whole
+        terms = selection.split(",")
+        if len(terms) > 1 and not all(terms):
+            raise RunSelectionError(f"{selection!r} has an empty term",
+                                    "Join terms with single commas, like label:job=run42,rank:0")
+        plain = [t for t in terms if not _is_filter(t)]
+        found = runs
+        for term in terms:
+            if _is_filter(term):
+                matched = {r["run_id"] for r in _filter(runs, term)}
+                found = [r for r in found if r["run_id"] in matched]
+        for term in plain:
+            found = _plain(runs, found, term)
+        if not found:  # every term matches some run, but no run matches them all
+            counts = [(t, len(_filter(runs, t)) if _is_filter(t) else
+                       sum(r["run_id"].startswith(t) or r["name"] == t for r in runs)) for t in terms]
+            raise RunSelectionError(f"no run matches every term of {selection!r}",
+                                    "; ".join(f"{t} matches {n} run{'s' * (n != 1)}" for t, n in counts))
+        return [r["run_id"] for r in found]
 
     def resolve_run(self, selection: str) -> str:
         """Exactly one run id from a selection (see select_runs)."""
@@ -402,6 +459,80 @@ def _python_fixer(t: duckdb.sqltypes.DuckDBPyType) -> Callable[[object], object]
 
 def _fixed(fix, v):
     return v if fix is None or v is None else fix(v)
+
+
+_PATTERN_CHARS = ("*", "?", "[")
+
+
+def _is_filter(term: str) -> bool:
+    """A term that may select several runs (as opposed to a run id, prefix or name)."""
+    return term.startswith(("label:", "rank:")) or any(c in term for c in _PATTERN_CHARS)
+
+
+def _listed(runs: list[dict]) -> str:
+    shown = ", ".join(f"{r['run_id']} ({r['name']})" for r in runs[:LISTED]) or "none"
+    more = len(runs) - LISTED
+    return shown + (f" and {more:,} more (`traceduck runs` lists them)" if more > 0 else "")
+
+
+def _filter(runs: list[dict], term: str) -> list[dict]:
+    """The runs a `label:`, `rank:` or name-pattern term selects; never empty."""
+    if term.startswith("label:"):
+        key, sep, value = term[len("label:"):].partition("=")
+        if not sep or not key:
+            raise RunSelectionError(f"{term!r} is not label:KEY=VALUE", "Select runs like label:job=run42")
+        found = [r for r in runs if (r["labels"] or {}).get(key) == value]
+        if not found:
+            labels = sorted({f"{k}={v}" for r in runs for k, v in (r["labels"] or {}).items()})
+            listed = ", ".join(labels[:LISTED]) or "none"
+            if len(labels) > LISTED:
+                listed += f" and {len(labels) - LISTED:,} more"
+            raise RunSelectionError(f"no run has label {key}={value}", f"Labels in the store: {listed}")
+        return found
+    if term.startswith("rank:"):
+        text = term[len("rank:"):]
+        if not text.isdigit():
+            raise RunSelectionError(f"{term!r} is not rank:N", "Select a rank like rank:0")
+        found = [r for r in runs if r["rank"] == int(text)]
+        if not found:
+            ranks = sorted({r["rank"] for r in runs if r["rank"] is not None})
+            raise RunSelectionError(f"no run has rank {int(text)}",
+                                    f"Ranks in the store: {', '.join(map(str, ranks))}" if ranks else
+                                    "No run has a rank: it comes from distributedInfo, else the file name (rank3, worker3)")
+        return found
+    found = [r for r in runs if fnmatch.fnmatchcase(r["name"], term)]
+    if not found:
+        raise RunSelectionError(f"no run name matches {term!r}", f"Runs in the store: {_listed(runs)}")
+    return found
+
+
+def _plain(runs: list[dict], among: list[dict], term: str) -> list[dict]:
+    """The one run of `among` a run id, unique run id prefix or name selects (checked against every
+    run first, so that a term matching no run at all says so)."""
+    if not any(r["run_id"].startswith(term) or r["name"] == term for r in runs):
+        raise RunSelectionError(f"no run matches {term!r}",
+                                with_suggestion(f"Runs in the store: {_listed(runs)}", term, (r["name"] for r in runs)))
+    exact = [r for r in among if r["run_id"] == term]
+    if exact:
+        return exact
+    by_name = [r for r in among if r["name"] == term]
+    matches = by_name or [r for r in among if r["run_id"].startswith(term)]
+    if len(matches) > 1:
+        listed = ", ".join(f"{r['run_id']} ({r['name']})" for r in matches[:LISTED])
+        raise RunSelectionError(f"{term!r} matches {len(matches)} runs: {listed}",
+                                "Use a run id or a longer run id prefix")
+    return matches
+
+
+@functools.lru_cache(maxsize=1)
+def _runs_schema():
+    from .catalog import arrow_schemas
+
+    return arrow_schemas()["runs"]
+
+
+def _stamp(st: os.stat_result) -> tuple[int, int, int]:
+    return st.st_ino, st.st_mtime_ns, st.st_size
 
 
 def _first_line(text: str) -> str:

@@ -46,6 +46,18 @@ class InputError(TraceduckError):
     """The file given to ingest is missing, unreadable, not JSON, or not a trace."""
 
 
+class NotATrace(InputError):
+    """The file is JSON but not a trace: no traceEvents list, or a top-level array whose first
+    item is not an event. Ingesting a directory skips such files; a file named alone is an error."""
+
+    HINT = "A PyTorch profiler trace is a JSON object with a traceEvents list"
+
+    def __init__(self, path: object, reason: str, hint: str = HINT) -> None:
+        super().__init__(f"{path}: not a trace ({reason})", hint)
+        self.args = (path, reason, hint)  # what pickling between processes rebuilds it from
+        self.reason = reason
+
+
 class StoreError(TraceduckError):
     """The store directory cannot be used."""
 

@@ -7,8 +7,10 @@ import gzip
 import json
 import math
 import os
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 
 import orjson
@@ -97,19 +99,48 @@ _CONTEXT_STATEMENTS = [
 ]
 
 
+_UNIT_NS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
+_OFFSET = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*(ns|us|ms|s)\s*")
+
+
+def parse_offset(text: str, option: str = "--start") -> int:
+    """A time after a run's start, `12.5ms`, `300us`, `2s` or `1500ns`, as integer ns (rounded down)."""
+    m = _OFFSET.fullmatch(text)
+    if not m:
+        raise ExportError(f"{option} {text!r} is not a time with a unit",
+                          "Write it like 12.5ms, 300us, 2s or 1500ns: a time after the run's start")
+    return int(Decimal(m.group(1)) * _UNIT_NS[m.group(2)])
+
+
+def offset_text(ns: int) -> str:
+    """Integer ns in the largest unit that shows it exactly in at most 3 decimals: 12.5ms, 300us."""
+    for unit in ("s", "ms", "us"):
+        size = _UNIT_NS[unit]
+        if ns >= size and ns % (size // 1000) == 0:
+            return f"{(Decimal(ns) / size).normalize():f}{unit}"
+    return f"{ns}ns"
+
+
 @dataclass(frozen=True)
 class Window:
-    """The part of a run to export: one profiler step, or the events overlapping [start_ns, end_ns);
-    `max_events` keeps only the earliest events of it (by start, then file order)."""
+    """The part of a run to export: one profiler step, or the events overlapping [start, end);
+    `max_events` keeps only the earliest events of it (by start, then file order). Each bound is
+    absolute (`start_ns`, as events.ts_ns) or after the run's start (`start_offset_ns`), not both."""
 
     step: int | None = None
     start_ns: int | None = None
     end_ns: int | None = None
     max_events: int | None = None
+    start_offset_ns: int | None = None
+    end_offset_ns: int | None = None
 
     @property
     def is_whole_run(self) -> bool:
-        return self.step is None and self.start_ns is None and self.end_ns is None and self.max_events is None
+        return self.step is None and self.max_events is None and not self.has_range
+
+    @property
+    def has_range(self) -> bool:
+        return any(v is not None for v in (self.start_ns, self.end_ns, self.start_offset_ns, self.end_offset_ns))
 
 
 @dataclass(frozen=True)
@@ -265,11 +296,21 @@ def _ranges(values: list[int]) -> str:
 
 def check_window(window: Window) -> None:
     """Reject windows that are contradictory before anything is read."""
-    if window.step is not None and (window.start_ns is not None or window.end_ns is not None):
-        raise ExportError("--step cannot be combined with --start-ns/--end-ns", "Export one step or one time range")
+    if window.step is not None and window.has_range:
+        raise ExportError("--step cannot be combined with a time range (--start/--end, --start-ns/--end-ns)",
+                          "Export one step or one time range")
+    for absolute, offset, name in ((window.start_ns, window.start_offset_ns, "start"),
+                                   (window.end_ns, window.end_offset_ns, "end")):
+        if absolute is not None and offset is not None:
+            raise ExportError(f"--{name} cannot be combined with --{name}-ns",
+                              f"Give the {name} after the run's start (--{name}) or as events.ts_ns (--{name}-ns)")
     if window.start_ns is not None and window.end_ns is not None and window.end_ns <= window.start_ns:
         raise ExportError(f"--end-ns {window.end_ns} is not after --start-ns {window.start_ns}",
                           "Give a range with START < END, in ns as in events.ts_ns")
+    start, end = window.start_offset_ns, window.end_offset_ns
+    if start is not None and end is not None and end <= start:
+        raise ExportError(f"--end {offset_text(end)} is not after --start {offset_text(start)}",
+                          "Give a range with START < END, both after the run's start")
     if window.max_events is not None and window.max_events < 1:
         raise ExportError(f"--max-events {window.max_events} is below 1", "Give a positive number of events")
 
@@ -288,14 +329,17 @@ def export_window(db: Database, run_id: str, out: str | os.PathLike, window: Win
                 raise ExportError(f"no step {window.step} in run {run_id}", hint)
             picked, params = _STEP_EVENTS, {"step": window.step}
         else:
-            start = window.start_ns if window.start_ns is not None else run["start_ns"] or 0
-            end = window.end_ns if window.end_ns is not None else (run["end_ns"] or 0) + 1
+            start, end = _bounds(window, run)
             picked, params = _RANGE_EVENTS, {"start_ns": start, "end_ns": end}
         one.sql(f"CREATE TABLE _export_picked AS {picked}", params=params)
         ((total,),) = one.sql("SELECT count(*) FROM _export_picked").fetchall()
         if not total:
-            raise ExportError(f"no events in {_describe(window)} of run {run_id}",
-                              f"The run spans {run['start_ns']} to {run['end_ns']} ns (events.ts_ns)")
+            if window.start_offset_ns is not None or window.end_offset_ns is not None:
+                lasts = (run["end_ns"] or 0) - (run["start_ns"] or 0)
+                hint = f"The run lasts {lasts / 1e6:,.3f} ms ({lasts:,} ns)"
+            else:
+                hint = f"The run spans {run['start_ns']} to {run['end_ns']} ns (events.ts_ns)"
+            raise ExportError(f"no events in {_describe(window, run)} of run {run_id}", hint)
         kept = total
         if window.max_events is not None and total > window.max_events:
             one.sql("DELETE FROM _export_picked WHERE event_id NOT IN "
@@ -312,14 +356,34 @@ def export_window(db: Database, run_id: str, out: str | os.PathLike, window: Win
                        ).to_arrow_reader(_BATCH)
         written = _write_trace(run, Path(out), _events(events, args, run["base_time_ns"] or 0))
     return ExportResult(run_id, "chrome", events=written, window_events=total, kept_events=kept,
-                        scope=_describe(window))
+                        scope=_describe(window, run))
 
 
-def _describe(window: Window) -> str:
+def _bounds(window: Window, run: dict) -> tuple[int, int]:
+    """[start, end) in ns as events.ts_ns; the run's own start and end where not given."""
+    first, last = run["start_ns"] or 0, run["end_ns"] or 0
+    start = (window.start_ns if window.start_ns is not None else
+             first + window.start_offset_ns if window.start_offset_ns is not None else first)
+    end = (window.end_ns if window.end_ns is not None else
+           first + window.end_offset_ns if window.end_offset_ns is not None else last + 1)
+    return start, end
+
+
+def _describe(window: Window, run: dict) -> str:
     if window.step is not None:
         return f"step {window.step}"
-    return f"[{window.start_ns if window.start_ns is not None else 'start'}, " \
-           f"{window.end_ns if window.end_ns is not None else 'end'}) ns"
+    if window.start_offset_ns is None and window.end_offset_ns is None:
+        return f"[{window.start_ns if window.start_ns is not None else 'start'}, " \
+               f"{window.end_ns if window.end_ns is not None else 'end'}) ns"
+
+    start, end = _bounds(window, run)
+    first = run["start_ns"] or 0
+
+    def after(t: int) -> str:
+        return offset_text(t - first) if t >= first else "-" + offset_text(first - t)
+
+    shown_end = "end" if window.end_ns is None and window.end_offset_ns is None else after(end)
+    return f"[{after(start)}, {shown_end}) after the run's start = [{start}, {end}) ns"
 
 
 def export(db: Database, run_id: str, out: str | os.PathLike, format: str = "chrome",  # noqa: A002
@@ -327,7 +391,7 @@ def export(db: Database, run_id: str, out: str | os.PathLike, format: str = "chr
     """Export run `run_id` to OUT: a Chrome trace of the whole run or of a window, or folded stacks."""
     if format == "folded":
         if not window.is_whole_run:
-            raise ExportError("--step, --start-ns, --end-ns and --max-events apply to Chrome traces",
+            raise ExportError("--step, --start, --end, --start-ns, --end-ns and --max-events apply to Chrome traces",
                               "Folded stacks cover the whole run: drop those options or use --format chrome")
         metric = metric or "cpu_self"
         stacks, total = write_folded(db, run_id, out, metric)

@@ -5,6 +5,11 @@
     STORE/tmp/<run_id>.<random>/          runs being written (never read)
     STORE/tmp/<run_id>.<random>.lock      held by the writing process for as long as it lives
 
+Changing a run after it is published (its labels or name: a new runs.parquet renamed over the
+old one; removing it: its runs.parquet moved into tmp/, the directory a moment later) and
+replacing one (`ingest --force`) hold the store's lock file, STORE/lock, so that two such changes
+never interleave. A run is published exactly when its directory holds runs.parquet.
+
 A killed ingest leaves its tmp directory behind; the next ingest removes every tmp directory
 whose lock nobody holds. The lock is a POSIX record lock (`fcntl.lockf`): the kernel drops it
 when the process dies, and unlike `flock` a forked worker does not inherit it, so a worker
@@ -21,7 +26,10 @@ import re
 import shutil
 import sys
 import threading
+import time
 import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import xxhash
@@ -42,6 +50,7 @@ RUN_ID_HEX = 12
 # wrong answers instead of an error. 2: shapes.dtype in torch's spelling, shapes.dtype_raw.
 LAYOUT_VERSION = 2
 LOCK_SUFFIX = ".lock"
+REMOVE_GRACE_S = 1.0  # how long a removed run's files stay readable for queries that listed it
 OLD_SUFFIX = ".old"  # a replaced run on its way out, when it cannot be swapped out atomically
 _RUN_ID = re.compile(r"[0-9a-f]{1,64}")
 _RENAME_EXCHANGE = 2  # renameat2 flag (Linux): swap two paths atomically
@@ -54,6 +63,9 @@ WRITE_HINT = ("Make the store writable for this user, or pass --store with a dir
 # this process holds would drop the lock, so the cleanup must know which ones are its own.
 _held: dict[str, int] = {}
 _held_mutex = threading.Lock()
+# POSIX locks belong to the process, so threads of one process take turns on this first.
+_store_mutex = threading.Lock()
+STORE_LOCK = "lock"
 
 
 def resolve_store(store: str | os.PathLike | None) -> Path:
@@ -114,6 +126,22 @@ class Store:
         return sorted(p.name for p in self.runs_dir.iterdir()
                       if _RUN_ID.fullmatch(p.name) and (p / "runs.parquet").is_file())
 
+    def run_stamps(self, run_ids: list[str] | None = None) -> dict[str, tuple[int, int, int]]:
+        """Identity (inode, mtime, size) of the runs.parquet of every published run (or of these
+        runs, those still there): it changes when the run's row is rewritten."""
+        if run_ids is None:
+            if not self.runs_dir.is_dir():
+                return {}
+            run_ids = [p.name for p in self.runs_dir.iterdir() if _RUN_ID.fullmatch(p.name)]
+        out = {}
+        for run_id in run_ids:
+            try:
+                st = os.stat(self.run_dir(run_id) / "runs.parquet")
+            except FileNotFoundError:
+                continue
+            out[run_id] = (st.st_ino, st.st_mtime_ns, st.st_size)
+        return out
+
     def table_glob(self, table: str) -> str:
         return str(self.runs_dir / "*" / f"{table}.parquet")
 
@@ -164,10 +192,11 @@ class Store:
             except OSError as e:
                 if not target.is_dir():
                     raise self.cannot_write(f"{e.strerror}: {self.runs_dir}") if _is_write_denied(e) else e
-            if not replace:  # another process published the same content first
+            if not replace and self.has_run(run_id):  # another process published the same content first
                 return False
             try:
-                _replace(tmp, target)
+                with self.locked():  # replace the run, or what is left of a removed one
+                    _replace(tmp, target)
             except OSError as e:
                 raise self.cannot_write(f"{e.strerror}: {self.runs_dir}") if _is_write_denied(e) else e
             return True
@@ -211,6 +240,112 @@ class Store:
                             removed += 1
                 except OSError:  # a leftover that cannot be removed now is tried again next time
                     continue
+        return removed + self._remove_unpublished()
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the store's lock: changes to published runs (labels, names, removal, replacing)
+        take turns. A process that dies lets go of it."""
+        with _store_mutex:
+            fd = os.open(self.path / STORE_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                if fcntl is not None:
+                    fcntl.lockf(fd, fcntl.LOCK_EX)
+                yield
+            finally:
+                os.close(fd)  # closing releases the lock
+
+    def run_row(self, run_id: str) -> dict:
+        """A run's row of the runs table, read from its runs.parquet."""
+        import pyarrow.parquet as pq
+
+        try:
+            return pq.read_table(self.run_dir(run_id) / "runs.parquet").to_pylist()[0]
+        except FileNotFoundError:
+            raise StoreError(f"no run {run_id} in {self.path}", "`traceduck runs` lists the runs") from None
+
+    def run_rows(self, columns: list[str]) -> list[dict]:
+        """These columns of every published run's row, read from the Parquet files (no DuckDB);
+        a run removed meanwhile is left out."""
+        import pyarrow.parquet as pq
+
+        rows = []
+        for run_id in self.run_ids():
+            try:
+                rows += pq.read_table(self.run_dir(run_id) / "runs.parquet", columns=columns).to_pylist()
+            except FileNotFoundError:
+                continue
+        return rows
+
+    def update_run(self, run_id: str, change: Callable[[dict], dict]) -> dict:
+        """Give a published run a new runs row, `change(old row)`, and return it. The new
+        runs.parquet is written under tmp/ and renamed over the old one: a reader sees the old
+        row or the new one, and the run's other tables never change."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        with self.locked():
+            path = self.run_dir(run_id) / "runs.parquet"
+            try:
+                old = pq.read_table(path)
+            except FileNotFoundError:
+                raise StoreError(f"no run {run_id} in {self.path}", "`traceduck runs` lists the runs") from None
+            row = change(old.to_pylist()[0])
+            tmp = self.new_tmp_dir(run_id)
+            try:
+                pq.write_table(pa.Table.from_pylist([row], schema=old.schema), tmp / "runs.parquet")
+                os.replace(tmp / "runs.parquet", path)
+            finally:
+                self.discard(tmp)
+        return row
+
+    def remove_runs(self, run_ids: list[str]) -> None:
+        """Remove runs: each is unpublished at once (its runs.parquet moved into tmp/, so no new
+        query lists it), and its directory is deleted REMOVE_GRACE_S later, so that a query that
+        listed it just before can still read its files. A run directory without runs.parquet
+        that no live removal holds (one killed in between) goes at the next cleanup."""
+        pending: list[tuple[str, Path]] = []
+        try:
+            with self.locked():
+                for run_id in run_ids:
+                    if not self.has_run(run_id):
+                        raise StoreError(f"no run {run_id} in {self.path}", "`traceduck runs` lists the runs")
+                for run_id in run_ids:
+                    pending.append((run_id, self.new_tmp_dir(run_id)))
+                    os.rename(self.run_dir(run_id) / "runs.parquet", pending[-1][1] / "runs.parquet")
+            time.sleep(REMOVE_GRACE_S)
+            with self.locked():
+                for run_id, tmp in pending:
+                    self._take_unpublished(run_id, tmp)
+        finally:
+            for _, tmp in pending:
+                self.discard(tmp)
+
+    def _take_unpublished(self, run_id: str, tmp: Path) -> bool:
+        """Move a run directory that has no runs.parquet (a removed run) into tmp; holding the lock."""
+        target = self.run_dir(run_id)
+        if not target.is_dir() or (target / "runs.parquet").exists():  # gone, or published again meanwhile
+            return False
+        os.rename(target, tmp / "run")
+        return True
+
+    def _remove_unpublished(self) -> int:
+        """Delete run directories without runs.parquet whose removal was killed before it ended."""
+        try:
+            names = [p.name for p in self.runs_dir.iterdir() if _RUN_ID.fullmatch(p.name)]
+            pending = {e.name.split(".", 1)[0] for e in os.scandir(self.tmp_dir)}
+        except OSError:
+            return 0
+        removed = 0
+        for run_id in names:
+            if run_id in pending or self.has_run(run_id):  # a live removal or ingest of it, or a run
+                continue
+            with self.locked():
+                tmp = self.new_tmp_dir(run_id)
+                try:
+                    removed += self._take_unpublished(run_id, tmp)
+                finally:
+                    self.discard(tmp)
         return removed
 
     def size_bytes(self) -> int:

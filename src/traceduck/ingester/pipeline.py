@@ -80,6 +80,7 @@ class IngestResult:
     op_overlap_count: int = 0
     warnings: dict | None = None
     timings: dict | None = None
+    not_a_trace: str | None = None  # why the file (found in a directory) was skipped: it is not a trace
 
 
 def default_jobs() -> int:
@@ -94,11 +95,47 @@ def run_name_for(path: Path) -> str:
     return name
 
 
-def ingest_file(path: Path, store: Store, name: str | None = None, labels: dict[str, str] | None = None,
+def default_names(files: list[Path]) -> dict[Path, list[str]]:
+    """Run names for files ingested together, each file's in order of preference: the file name
+    without .json/.json.gz; when two files share it, with the parent directory prefixed
+    (`vllm_decode_full/graph_execution`), then the one above, until they differ; as a last
+    resort the whole path with the file's extension. `ingest_file` takes the first that no other
+    run in the store has."""
+    choices = {}
+    for f in files:
+        path = Path(f).absolute()
+        dirs = path.parent.parts[1:] if path.anchor else path.parent.parts
+        stem = run_name_for(path)
+        choices[f] = ["/".join(dirs[len(dirs) - k:] + (stem,)) for k in range(len(dirs) + 1)] + \
+                     ["/".join(dirs + (path.name,))]
+    level = dict.fromkeys(files, 0)
+    while True:
+        sharing = Counter(choices[f][level[f]] for f in files)
+        bump = [f for f in files if sharing[choices[f][level[f]]] > 1 and level[f] + 1 < len(choices[f])]
+        if not bump:
+            return {f: choices[f][level[f]:] for f in files}
+        for f in bump:
+            level[f] += 1
+
+
+def _pick_name(name: str | list[str] | None, path: Path, run_id: str, taken: dict[str, set[str]] | None) -> str:
+    """The name given, else the first candidate (default: the file name) that no other run has."""
+    if isinstance(name, str):
+        return name
+    candidates = name or [run_name_for(path)]
+    for c in candidates:
+        if not (taken or {}).get(c, set()) - {run_id}:
+            return c
+    return candidates[-1]
+
+
+def ingest_file(path: Path, store: Store, name: str | list[str] | None = None, labels: dict[str, str] | None = None,
                 force: bool = False, jobs: int | None = None, progress: Progress | None = None,
-                salvage: bool = False) -> IngestResult:
+                salvage: bool = False, taken: dict[str, set[str]] | None = None) -> IngestResult:
     """Ingest one trace file into the store and publish it as a run. With `salvage`, a truncated
-    or damaged trace keeps its complete events before the cut instead of failing."""
+    or damaged trace keeps its complete events before the cut instead of failing. `name` is the
+    run's name, or names to choose from (see `default_names`): the first that no other run has in
+    `taken` (name -> run ids)."""
     started = time.perf_counter()
     watch = Stopwatch()
     path = Path(path).absolute()
@@ -110,7 +147,7 @@ def ingest_file(path: Path, store: Store, name: str | None = None, labels: dict[
         run_id = content_run_id(path)
     except OSError as e:
         raise InputError(f"{path}: cannot read ({e.strerror})") from None
-    name = name or run_name_for(path)
+    name = _pick_name(name, path, run_id, taken)
     watch.lap("hash")
     if store.has_run(run_id) and not force:
         return IngestResult(run_id, name, path, 0, time.perf_counter() - started, skipped=True)

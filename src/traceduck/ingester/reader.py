@@ -17,10 +17,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from ..errors import InputError
+from ..errors import InputError, NotATrace
 from .repair import TRAILING_COMMA, Fault, repair_text
 
 BLOCK = 8 << 20
+# Top-level keys before traceEvents are scanned token by token up to this much text (profiler
+# traces have a few KB there); past it, only the key's text is looked for (files that are not
+# traces, such as execution traces, can be gigabytes of nested JSON).
+HEADER_SCAN = 8 << 20
+PEEK = 64 << 10  # what `sniff` reads
+_EVENTS_KEY = b'"traceEvents"'
 _SPLIT = re.compile(rb"\}\s*,\s*\{")
 _STRUCT = re.compile(rb'["{}\[\]]')
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.S)
@@ -231,13 +237,12 @@ class ChunkedEvents:
             try:
                 found = _find_events_start(buf[start:])
             except ValueError as e:
-                raise InputError(
-                    f"{self.source.path}: not a trace ({e})",
-                    "A PyTorch profiler trace is a JSON object with a traceEvents list",
-                ) from None
+                raise NotATrace(self.source.path, str(e)) from None
             if found is None:
                 if not data:  # truncated or damaged before traceEvents: the streaming parser says which
                     raise NotParseable("no traceEvents list before the end of the file")
+                if len(buf) - start >= HEADER_SCAN:
+                    self._hunt(buf)
                 continue
             key_start, events_start = found
             warnings: Counter = Counter()
@@ -248,6 +253,19 @@ class ChunkedEvents:
             self.layout = TraceLayout("object", header=header, warnings=warnings)
             self._buf = buf[start + events_start:]
             return self.layout
+
+    def _hunt(self, buf: bytes) -> None:
+        """After a long header: read on for the traceEvents key's text. Never there: not a
+        trace. There (a trace with a big header, or the text inside a value): the streaming
+        parser, which reads any layout."""
+        tail = b""
+        while True:
+            if _EVENTS_KEY in tail + buf:
+                raise NotParseable("traceEvents after a large header")
+            tail = buf[-len(_EVENTS_KEY):]
+            buf = self.source.read(self.block)
+            if not buf:
+                raise NotATrace(self.source.path, "no traceEvents key")
 
     def chunks(self) -> Iterator[bytes]:
         """Yield event text chunks (each parses as a JSON array when wrapped in brackets)."""
@@ -345,3 +363,34 @@ def _parses(events_text: bytes) -> bool:
         return True
     except (ValueError, RecursionError):
         return False
+
+
+def sniff(path: Path, peek: int = PEEK) -> str | None:
+    """Why a file is surely not a trace, judged from its first `peek` bytes (of the decompressed
+    text); None when it may be one: a traceEvents key at the top level, a top-level array of
+    objects, or too little seen to tell (ingest reads on and decides). Empty or damaged files are
+    left to ingest, which says what is wrong with them."""
+    with RawSource(path) as src:
+        buf = src.read(peek)
+    start = _skip_ws(buf, 0)
+    if buf[start:start + 3] == b"\xef\xbb\xbf":
+        start = _skip_ws(buf, start + 3)
+    if start >= len(buf):
+        return None
+    if buf[start] == 0x5B:  # '['
+        item = _skip_ws(buf, start + 1)
+        if item >= len(buf) or buf[item] in b"{]":
+            return None
+        try:
+            value, _ = json.JSONDecoder().raw_decode(buf[item:].decode("utf-8", "replace"))
+            kind = type(value).__name__
+        except ValueError:
+            kind = {0x5B: "list", 0x22: "str"}.get(buf[item], "value")
+        return f"traceEvents item 0 is a {kind}, not an object"
+    if buf[start] != 0x7B:
+        return None
+    try:
+        _find_events_start(buf[start:])
+    except ValueError as e:
+        return str(e)
+    return None

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 import ijson
 import orjson
 
-from ..errors import InputError
+from ..errors import InputError, NotATrace
 from .reader import RawSource, TraceLayout
 from .repair import Repairer
 
@@ -28,7 +28,6 @@ READ = 1 << 20
 # Values nested deeper than this are kept as their JSON text (orjson and Python recurse).
 MAX_DEPTH = 200
 DEEP_VALUE = f"value nested deeper than {MAX_DEPTH} levels (kept as JSON text)"
-NOT_A_TRACE_HINT = "A PyTorch profiler trace is a JSON object with a traceEvents list"
 
 
 class Cut(Exception):
@@ -158,7 +157,7 @@ class StreamingEvents:
                 pass
             return
         if event != "start_map":
-            raise InputError(f"{self.source.path}: not a trace (the top level is not an object or array)", NOT_A_TRACE_HINT)
+            raise NotATrace(self.source.path, "the top level is not an object or array")
         seen_events = False
         target = self.layout.header
         for prefix, event, value in it:
@@ -170,14 +169,14 @@ class StreamingEvents:
             _, event, value = next(it)
             if key == "traceEvents" and not seen_events:
                 if event != "start_array":
-                    raise InputError(f"{self.source.path}: not a trace (traceEvents is not a list)", NOT_A_TRACE_HINT)
+                    raise NotATrace(self.source.path, "traceEvents is not a list")
                 seen_events = True
                 yield from self._items(it)
                 target = self.layout.trailer
             else:
                 target[key] = self._build(it, event, value)
         if not seen_events:
-            raise InputError(f"{self.source.path}: not a trace (no traceEvents key)", NOT_A_TRACE_HINT)
+            raise NotATrace(self.source.path, "no traceEvents key")
         for _ in it:  # read to the end: trailing damage and the gzip check
             pass
 
