@@ -209,10 +209,11 @@ def test_single_run_report_timestamps_from_the_run_start(stores, capsys, monkeyp
     assert code == 0, err
     peak = next(r for r in _table_rows(out) if r[0] == "peak")
     # the [memory] event: +2500.25 us after the run's first event, 6,039,797,760 bytes allocated
-    assert peak[-1] == "2.500250 ms" and "6.040 GB" in peak
+    assert peak[-2] == "2.500250 ms" and "6.040 GB" in peak  # ts_ns, shown from the run's start
+    assert peak[-1] == "2.500 ms"  # rel_ts_ns, a duration
     _, out, _ = cli(capsys, monkeypatch, "report", "memory", "--store", stores["units"], "-f", "json")
     row = next(r for r in json.loads(out) if r["section"] == "peak")
-    assert row["ts_ns"] == 1_002_500_250 and row["bytes"] == 6_039_797_760
+    assert row["ts_ns"] == 1_002_500_250 and row["bytes"] == 6_039_797_760 and row["rel_ts_ns"] == 2_500_250
 
 
 # ---- width -----------------------------------------------------------------------------------------
