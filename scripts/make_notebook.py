@@ -27,19 +27,18 @@ the bug of a real GPU decode profile (one 857 MB cast per layer, 78 per step) at
 
 The notebook ingests both traces into a throw-away store, finds the cast with the
 `copies-by-call-site` report, compares the runs with `diff`, and plots step time, the top ops
-and the timeline of one step. The `assert` lines check what a reader should see, so the
+and the timeline of one step, all with traceduck's Python API: `traceduck.ingest`,
+`traceduck.open`, and the database's `report`, `diff` and `sql`, which return DuckDB relations
+(`.df()` gives a pandas DataFrame). The `assert` lines check what a reader should see, so the
 notebook fails when traceduck stops finding it: CI executes every notebook."""),
     ("code", """\
 import tempfile
 from pathlib import Path
 
 import matplotlib.pyplot as plt
-import pandas as pd
 from matplotlib.patches import Patch
 
 import traceduck
-from traceduck.diff import diff_runs
-from traceduck.reports import run_report
 
 SAMPLES = Path("..") / "samples"  # the notebook runs from notebooks/
 store_dir = tempfile.TemporaryDirectory(prefix="traceduck-walkthrough-")
@@ -60,20 +59,15 @@ db.sql("SELECT name, event_count, (end_ns - start_ns) / 1e6 AS span_ms FROM runs
     ("md", """\
 ## The largest copies, with their call sites
 
-`copies-by-call-site` (`traceduck report copies-by-call-site --run buggy`) groups the outermost
+`db.report("copies-by-call-site", runs="buggy")` (`traceduck report copies-by-call-site --run
+buggy` on the command line) groups the outermost
 copy and cast ops by Python call site, op, source dims and dtypes, most bytes moved first. The
 top row of the buggy run is the whole cache: dims `[16384, 1, 576]`, fp8 to bf16, 2 calls per
 step (one per layer), 16384 × 576 × (1 + 2) = 28,311,552 bytes read and written per call, from
 `tinydecoder.py(31): _read_cache`."""),
-    ("code", '''\
-def report(name, runs=None, params=None, limit=None):
-    """A canned report as a DataFrame: the rows of `traceduck report NAME`."""
-    columns, rows = run_report(db, name, runs=runs, params=params, limit=limit)
-    return pd.DataFrame(rows, columns=columns)
-
-
-copies = report("copies-by-call-site", runs=["buggy"], limit=5)
-copies'''),
+    ("code", """\
+copies = db.report("copies-by-call-site", runs="buggy", limit=5).df()
+copies"""),
     ("code", """\
 top = copies.iloc[0]
 assert top.call_site == "tinydecoder.py(31): _read_cache", top
@@ -84,44 +78,40 @@ assert top.bytes_per_call == 16384 * 576 * (1 + 2), top  # every slot read as fp
     ("md", """\
 ## Compare the runs
 
-`diff_runs(db, "buggy", "fixed", per_step=True)` is `traceduck diff buggy fixed --per-step`:
-calls (in all and per step) and time per step of every op in each run, biggest change first. The
-header gives each run's time per step: about 29.8 ms against 1.2 ms. `aten::copy_`, where the cast's bytes move,
-accounts for almost all of the difference."""),
+`db.diff("buggy", "fixed", per_step=True)` is `traceduck diff buggy fixed --per-step`: calls
+(in all and per step) and time per step of every op in each run, biggest change first.
+`aten::copy_`, where the cast's bytes move, accounts for almost all of the difference."""),
     ("code", """\
-ops = diff_runs(db, "buggy", "fixed", per_step=True)
-print(ops.header())
-pd.DataFrame(ops.rows, columns=ops.columns).head(8)"""),
+ops = db.diff("buggy", "fixed", per_step=True).df()
+ops.head(8)"""),
     ("md", """\
 `by="copy"` compares the copy groups of `copies-by-call-site`: the whole-cache cast is
 `removed`, and casts of the used slots only (`[103, 1, 576]` … `[105, 1, 576]`, the prompt plus
 the tokens decoded so far) are `added`."""),
     ("code", """\
-copy_diff = diff_runs(db, "buggy", "fixed", by="copy", per_step=True)
-copy_rows = pd.DataFrame(copy_diff.rows, columns=copy_diff.columns)
+copy_rows = db.diff("buggy", "fixed", by="copy", per_step=True).df()
 
 whole = copy_rows.iloc[0]
 assert whole.key == "tinydecoder.py(31): _read_cache | aten::to [16384, 1, 576] float8_e4m3fn -> bfloat16", whole
 assert whole.status == "removed", whole
-assert ops.a["steps"] == ops.b["steps"] == 3
-assert ops.a["step_ns"] > 20 * ops.b["step_ns"]  # 29.8 ms against 1.2 ms per step
 copy_rows.head(6)"""),
     ("md", """\
 ## Step time per run
 
-The `steps` view has one row per `ProfilerStep#N` window. The profiler's schedule skips 2
-steps (wait and warmup), so the active steps are numbered 2 to 4."""),
-    ("code", '''\
-steps = db.sql("""
-    SELECT r.name AS run, s.step, s.dur_ns / 1e6 AS ms
-    FROM steps s JOIN runs r USING (run_id)
-    ORDER BY r.name, s.step""").df()
+The `steps` report has one row per `ProfilerStep#N` window. The profiler's schedule skips 2
+steps (wait and warmup), so the active steps are numbered 2 to 4: about 29.8 ms each in the
+buggy run against 1.2 ms in the fixed one."""),
+    ("code", """\
+steps = db.report("steps").df()
+per_run = steps.groupby("run_name").dur_ms.agg(["count", "mean"])
+assert list(per_run["count"]) == [3, 3], per_run
+assert per_run["mean"]["buggy"] > 20 * per_run["mean"]["fixed"], per_run
 
-ax = steps.pivot(index="step", columns="run", values="ms").plot.bar(figsize=(7, 3.5), rot=0)
+ax = steps.pivot(index="step", columns="run_name", values="dur_ms").plot.bar(figsize=(7, 3.5), rot=0)
 for bars in ax.containers:
     ax.bar_label(bars, fmt="%.1f", fontsize=8)
 ax.set(title="Time per profiler step", xlabel="ProfilerStep#", ylabel="ms")
-plt.show()'''),
+plt.show()"""),
     ("md", """\
 ## Top ops
 
@@ -131,7 +121,7 @@ total 25 times smaller, followed by the model's matmuls (`aten::addmm`, `aten::m
     ("code", """\
 fig, axes = plt.subplots(1, 2, figsize=(12, 3.5), layout="constrained")
 for ax, run in zip(axes, ["buggy", "fixed"]):
-    top_ops = report("top-ops", runs=[run], limit=8)
+    top_ops = db.report("top-ops", runs=run, limit=8).df()
     bars = ax.barh(top_ops.name[::-1], top_ops.self_dur_ns[::-1] / 1e6)
     ax.bar_label(bars, labels=[f"{pct:.1f}%" for pct in top_ops.self_pct[::-1]], fontsize=8, padding=2)
     ax.set(title=f"{run}: top ops by self time", xlabel="self time over the run's 3 steps, ms")

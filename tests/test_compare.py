@@ -193,6 +193,7 @@ def test_ranks_of_a_job_in_one_command(tmp_path):
     assert sorted(spreads) == sorted(max(v.values()) - min(v.values()) for v in starts.values() if len(v) > 1)
 
 
+@pytest.mark.slow
 def test_concurrent_ingests_into_one_store(tmp_path):
     store = tmp_path / "store"
     files = [SAMPLES / "buggy.json.gz", SAMPLES / "fixed.json.gz", shared_dir() / "cpu/nostack.json"]

@@ -210,6 +210,7 @@ def _merging(store: Path, old: set[str]) -> bool:
     return any((d / "args.parquet").exists() for d in _tmp_run_dirs(store, old))
 
 
+@pytest.mark.slow
 def test_sigkill_at_any_stage_leaves_no_partial_run(tmp_path):
     big = tmp_path / "big.json"
     big_events = grow(big, 80)  # about 32 MB: converted by worker processes, a few seconds to ingest
@@ -266,6 +267,7 @@ def test_sigkill_at_any_stage_leaves_no_partial_run(tmp_path):
 # --- concurrency ----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_four_concurrent_ingests_while_a_reader_queries(tmp_path):
     store = tmp_path / "store"
     Store(store, create=True)
@@ -300,6 +302,7 @@ def test_four_concurrent_ingests_while_a_reader_queries(tmp_path):
         assert seen["states"][run_id] == [want]  # never a run with a missing table or a partial count
 
 
+@pytest.mark.slow
 def test_force_replace_while_a_reader_queries(tmp_path):
     store = tmp_path / "store"
     trace = tmp_path / "trace.json"

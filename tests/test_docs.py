@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import duckdb
+import pytest
 
 from traceduck.refdocs import stale_files
 
@@ -92,19 +93,55 @@ def test_every_table_and_view_appears_with_duckdb_column_types():
     con.close()
 
 
+def top_level_split(params: str) -> list[str]:
+    """'a: dict[str, int], b=1' -> ['a: dict[str, int]', 'b=1']: split at commas outside brackets."""
+    out, depth, start = [], 0, 0
+    for i, ch in enumerate(params):
+        depth += ch in "[("
+        depth -= ch in "])"
+        if ch == "," and depth == 0:
+            out.append(params[start:i].strip())
+            start = i + 1
+    return out + [params[start:].strip()] if params.strip() else out
+
+
+def test_python_reference_documents_every_public_function_and_method():
+    import inspect
+
+    import traceduck
+    from traceduck.db import Database
+    from traceduck.refdocs import python_md
+
+    text = python_md()  # the committed file equals it (test_reference_docs_are_current)
+    functions = {f"traceduck.{name}": getattr(traceduck, name) for name in ("open", "ingest", "export")}
+    methods = {f"Database.{name}": f for name, f in vars(Database).items() if callable(f) and not name.startswith("_")}
+    assert {"Database.sql", "Database.report", "Database.diff", "Database.export", "Database.runs"} <= set(methods)
+    for title, func in {**functions, **methods}.items():
+        body = section(text, f"`{title}`")
+        declared = re.search(r"```python\n(\w+)\((.*)\)(?: -> .*)?\n```", body)
+        assert declared and declared.group(1) == func.__name__, title
+        names = [p.name for p in inspect.signature(func).parameters.values() if p.name != "self"]
+        assert [re.match(r"\**(\w+)", param).group(1) for param in top_level_split(declared.group(2))
+                if param != "/"] == names, title
+        assert inspect.getdoc(func).splitlines()[0] in body, title
+    for error in ("TraceduckError", "InputError", "StoreError", "RunSelectionError", "QueryError", "ReportError"):
+        assert f".{error}` |" in text
+
+
 def run_gen_docs(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, str(GEN_DOCS), *args], capture_output=True, text=True)
 
 
+@pytest.mark.slow
 def test_gen_docs_check_and_write(tmp_path: Path):
     out = tmp_path / "reference"
     p = run_gen_docs("--check", "--out", str(out))
     assert p.returncode == 1
-    assert p.stderr == f"{out} is stale (commands.md, reports.md, views.md): run python scripts/gen_docs.py\n"
+    assert p.stderr == f"{out} is stale (commands.md, python.md, reports.md, views.md): run python scripts/gen_docs.py\n"
     p = run_gen_docs("--out", str(out))
     assert p.returncode == 0, p.stderr
-    assert p.stdout == f"{out}: commands.md, reports.md, views.md updated\n"
-    assert sorted(f.name for f in out.iterdir()) == ["commands.md", "reports.md", "views.md"]
+    assert p.stdout == f"{out}: commands.md, python.md, reports.md, views.md updated\n"
+    assert sorted(f.name for f in out.iterdir()) == ["commands.md", "python.md", "reports.md", "views.md"]
     assert run_gen_docs("--check", "--out", str(out)).returncode == 0
     views = out / "views.md"
     views.write_text(views.read_text().replace("| `run_id` |", "| `runid` |", 1))

@@ -44,6 +44,7 @@ def kernel_env(tmp_path, monkeypatch):
     return KERNEL
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
 def test_notebook_runs(path, kernel_env):
     nb = nbformat.read(path, as_version=4)
@@ -86,3 +87,14 @@ def test_walkthrough_matches_its_generator():
     committed = json.loads((ROOT / "notebooks" / "walkthrough.ipynb").read_text())
     assert json.loads(nbformat.writes(module.build())) == committed, \
         "notebooks/walkthrough.ipynb is stale: run `python scripts/make_notebook.py`"
+
+
+def test_walkthrough_uses_only_the_public_api():
+    import traceduck
+
+    nb = json.loads((ROOT / "notebooks" / "walkthrough.ipynb").read_text())
+    code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+    assert re.findall(r"^[ \t]*(?:from|import)[ \t]+traceduck\b.*$", code, re.M) == ["import traceduck"]
+    used = set(re.findall(r"\btraceduck\.(\w+)", code))
+    assert used and used <= set(traceduck.__all__), used
+    assert "db.report(" in code and "db.diff(" in code

@@ -39,6 +39,7 @@ def grown_trace(tmp_path):
     return out
 
 
+@pytest.mark.slow
 def test_workers_and_small_chunks_match_one_process(grown_trace, tmp_path, monkeypatch):
     one = tmp_path / "one"
     traceduck.ingest(grown_trace, store=one, jobs=1)
@@ -83,6 +84,7 @@ def test_python_api_returns_duckdb_relations(tmp_path):
     assert [r[0] for r in rel.fetchall()] == table.column("name").to_pylist()
 
 
+@pytest.mark.slow
 def test_mid_size_generated_trace_is_exact(tmp_path):
     """A ~50 MB trace goes through the worker processes and still round-trips exactly."""
     out = tmp_path / "mid.json"
@@ -98,6 +100,7 @@ def test_mid_size_generated_trace_is_exact(tmp_path):
     assert trace_difference(original, load_json(back)) is None
 
 
+@pytest.mark.slow
 def test_benchmark_smoke(tmp_path):
     """The benchmark's small mode runs end to end (so the benchmark cannot rot)."""
     out = tmp_path / "bench.md"

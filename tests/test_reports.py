@@ -77,6 +77,7 @@ def _sql_for(name):
     return f"(WITH report_runs AS (SELECT run_id FROM runs) {sql[sql.index('WITH') + 4:] if sql.lstrip().startswith('WITH') else 'SELECT * FROM (' + sql + ')'})"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rel", shared_trace_files())
 def test_every_report_runs_on_every_shared_trace(shared_store, rel):
     path, results = shared_store
@@ -88,6 +89,7 @@ def test_every_report_runs_on_every_shared_trace(shared_store, rel):
         scoped.close()
 
 
+@pytest.mark.slow
 def test_reports_on_a_store_of_every_shared_trace(shared_store):
     path, results = shared_store
     with traceduck.open(path) as db:

@@ -15,6 +15,8 @@ from traceduck.store import Store
 from conftest import NOT_TRACES, load_json, shared_dir, shared_trace_files, trace_events
 from roundtrip import trace_difference
 
+pytestmark = pytest.mark.slow  # every shared trace, ingested and exported: minutes
+
 
 @pytest.mark.parametrize("rel", shared_trace_files())
 def test_counts_and_export_round_trip(shared_store, rel, tmp_path):

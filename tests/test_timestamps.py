@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+import pytest
+
 import traceduck
 
 from conftest import load_json, shared_dir, trace_events
@@ -47,6 +49,7 @@ def test_epoch_microsecond_floats_keep_their_decimals(tmp_path, store):
     assert _times(store, "epoch") == [("k", 1712195495519689047, 63813), ("i", 1623212756351000, 3000)]
 
 
+@pytest.mark.slow
 def test_shared_epoch_float_trace_is_exact(store):
     rel = "public/facebookresearch__HolisticTraceAnalysis/tests/data/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"
     path = shared_dir() / rel

@@ -1,20 +1,24 @@
-"""The Python API: `traceduck.ingest(...)`, `traceduck.open(store)`, and changing published runs
-(`label`, `rename`, `remove`)."""
+"""The Python API: `traceduck.ingest(...)`, `traceduck.open(store)`, `traceduck.export(...)`, and
+changing published runs (`label`, `rename`, `remove`).
+
+`open()` returns a `Database`, whose `sql()`, `report()` and `diff()` return DuckDB relations.
+The command line calls exactly these functions.
+"""
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 from collections.abc import Callable, Iterable
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .db import Database
 from .errors import InputError, NotATrace, RunSelectionError, TraceduckError
-from .ingester import IngestResult, default_jobs, ingest_file
-from .ingester.pipeline import default_names
-from .ingester.reader import sniff
 from .store import Store
+
+if TYPE_CHECKING:  # the ingester (pyarrow, numpy) loads only when something is ingested
+    from .export import ExportResult
+    from .ingester import IngestResult
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 
@@ -52,16 +56,27 @@ def expand_paths(paths: Iterable[str | os.PathLike]) -> list[Path]:
 
 def ingest(paths: str | os.PathLike | Iterable[str | os.PathLike], store: str | os.PathLike | None = None,
            name: str | None = None, labels: dict[str, str] | None = None, force: bool = False,
-           jobs: int | None = None,
-           progress: Callable[[Path, int, int], None] | None = None, salvage: bool = False) -> list[IngestResult]:
+           jobs: int | None = None, progress: Callable[[Path, int, int, str], None] | None = None,
+           salvage: bool = False) -> list[IngestResult]:
     """Ingest trace files (or directories of them, searched at any depth) into a store; returns one
-    result per file. With `salvage`, a truncated or damaged trace keeps its complete events before
-    the cut.
+    `IngestResult` per file (`run_id`, `name`, `events`, `seconds`, `skipped` when the same bytes
+    were already there).
+
+    `store`: the store directory (default: `$TRACEDUCK_STORE`, else `./traceduck.store`), created
+    when missing. `name` (one file only) and `labels` tag the runs; `force` replaces a run ingested
+    from the same bytes; `jobs` worker processes (default: the number of cores). `progress(path,
+    bytes_read, events, stage)` is called as the work goes: stage `parsing`, then `sorting`,
+    `nesting`, `writing` and `done` (with the file's event count). With `salvage`, a truncated or
+    damaged trace keeps its complete events before the cut.
 
     A file found in a directory that is JSON but not a trace (no traceEvents list) is skipped: its
     result has `not_a_trace` set. A file named alone that is not a trace is an error. Default run
     names that collide (two files, or another run in the store) get their parent directory
     prefixed; see `default_names`."""
+    from .ingester import IngestResult, default_jobs, ingest_file
+    from .ingester.pipeline import default_names
+    from .ingester.reader import sniff
+
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     listed = _expand(paths)
@@ -86,7 +101,7 @@ def ingest(paths: str | os.PathLike | Iterable[str | os.PathLike], store: str | 
         _ingest_many(todo, names, taken, st, labels, force, jobs, progress, salvage, results, errors)
     else:
         for f in todo:
-            cb = (lambda b, n, f=f: progress(f, b, n)) if progress else None
+            cb = (lambda b, n, stage, f=f: progress(f, b, n, stage)) if progress else None
             try:
                 results[f] = ingest_file(f, st, name=names[f], labels=labels, force=force, jobs=jobs, progress=cb,
                                          salvage=salvage, taken=taken)
@@ -104,12 +119,16 @@ def ingest(paths: str | os.PathLike | Iterable[str | os.PathLike], store: str | 
 
 
 def _not_a_trace(path: Path, reason: str) -> IngestResult:
+    from .ingester import IngestResult
+
     return IngestResult("", "", path, 0, 0.0, skipped=True, not_a_trace=reason)
 
 
 def _settle_duplicates(files: list[Path], results: dict[Path, IngestResult], st: Store) -> None:
     """Files with the same bytes are one run. Worker processes race to publish it; the run gets the
     name of the first such file (by path), as ingesting them one by one would give."""
+    from .ingester import IngestResult
+
     by_run: dict[str, list[Path]] = {}
     for f in files:
         r = results.get(f)
@@ -139,9 +158,15 @@ def _raise_first(files: list[Path], results: dict[Path, IngestResult], errors: l
 
 
 def _ingest_many(files: list[Path], names: dict[Path, str | list[str]], taken: dict[str, set[str]], st: Store,
-                 labels: dict[str, str] | None, force: bool, jobs: int, progress: Callable[[Path, int, int], None] | None, salvage: bool,
+                 labels: dict[str, str] | None, force: bool, jobs: int,
+                 progress: Callable[[Path, int, int, str], None] | None, salvage: bool,
                  results: dict[Path, IngestResult], errors: list[tuple[Path, TraceduckError]]) -> None:
     """One file per worker process (e.g. one trace per rank); the others land if one fails."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    from .ingester import ingest_file
+
     ctx = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
     with ProcessPoolExecutor(max_workers=min(jobs, len(files)), mp_context=ctx) as pool:
         futures = {pool.submit(ingest_file, f, st, name=names[f], labels=labels, force=force, jobs=1,
@@ -154,12 +179,23 @@ def _ingest_many(files: list[Path], names: dict[Path, str | list[str]], taken: d
                 errors.append((f, e))
                 continue
             if progress:
-                progress(f, f.stat().st_size, results[f].events)
+                progress(f, f.stat().st_size, results[f].events, "done")
 
 
 def open(store: str | os.PathLike | None = None) -> Database:  # noqa: A001 - mirrors duckdb/sqlite3
-    """Open a store for querying; `.sql(...)` returns DuckDB relations."""
+    """Open a store for querying (default: `$TRACEDUCK_STORE`, else `./traceduck.store`). The
+    `Database` it returns is a context manager; `sql()`, `report()` and `diff()` return DuckDB relations."""
     return Database(Store(store))
+
+
+def export(run: str, output: str | os.PathLike, store: str | os.PathLike | None = None,
+           format: str = "chrome", step: int | None = None, start: str | int | None = None,  # noqa: A002
+           end: str | int | None = None, start_ns: int | None = None, end_ns: int | None = None,
+           max_events: int | None = None, metric: str | None = None) -> ExportResult:
+    """Write run `run` (an id, a unique id prefix or a name) to `output`: see `Database.export`."""
+    with open(store) as db:
+        return db.export(run, output, format=format, step=step, start=start, end=end, start_ns=start_ns,
+                         end_ns=end_ns, max_events=max_events, metric=metric)
 
 
 def _selected(db: Database, selections: Iterable[str]) -> list[dict]:

@@ -7,9 +7,12 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
-import pyarrow as pa
+
+if TYPE_CHECKING:  # only the ingester needs Arrow: queries start without importing it
+    import pyarrow as pa
 
 
 def sql_dir() -> Path:

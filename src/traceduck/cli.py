@@ -1,4 +1,8 @@
-"""The `traceduck` command: parse arguments, call one library function, render."""
+"""The `traceduck` command: parse arguments, call one library function, render.
+
+The library is imported inside the commands: `traceduck --version` and `--help` load neither
+DuckDB nor pyarrow.
+"""
 
 from __future__ import annotations
 
@@ -8,21 +12,17 @@ import time
 import traceback
 from enum import Enum
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
 from . import __version__
-from .api import ingest as ingest_traces, label as label_traces, open as open_store, remove as remove_traces, rename as rename_trace
 from .errors import InputError, TraceduckError
-from .export import Window, export as export_trace, parse_offset
-from .catalog_file import write_catalog
-from .diff import diff_runs
 from .render import PEOPLE, Format, View, escape, integral, render, render_batches
-from .shell import shell_command
-from .reports import Report, all_reports, get_report, run_report
-from .store import Store
 from .units import column_kind, size
+
+if TYPE_CHECKING:
+    from .reports import Report
 
 app = typer.Typer(
     add_completion=False,
@@ -87,6 +87,9 @@ def ingest(
                                  "before the cut (the run is marked salvaged) instead of failing."),
 ) -> None:
     """Ingest traces into the store: one run per file; the same bytes twice is a no-op."""
+    from .api import ingest as ingest_traces
+    from .store import Store
+
     labels = _labels(label)
     started = time.perf_counter()
     show_progress = not quiet and sys.stderr.isatty()
@@ -119,20 +122,24 @@ def _ingest_with_progress(files, store, name, labels, force, jobs, salvage):
     from rich.progress import (BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn,
                                TransferSpeedColumn)
 
+    from .api import ingest as ingest_traces
+
     with Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
                   TextColumn("{task.fields[events]}"), TimeElapsedColumn(), transient=True,
                   console=None) as bar:
         tasks = {}
         started = {}
 
-        def progress(path: Path, raw_bytes: int, events: int) -> None:
+        def progress(path: Path, raw_bytes: int, events: int, stage: str) -> None:
             if path not in tasks:  # first report: after the file's first chunk
-                tasks[path] = bar.add_task(f"ingesting {path.name}", total=path.stat().st_size, events="")
+                tasks[path] = bar.add_task(path.name, total=path.stat().st_size, events="")
                 started[path] = (time.perf_counter(), events)
             t0, n0 = started[path]
             elapsed = time.perf_counter() - t0
-            rate = f", {(events - n0) / elapsed / 1000:,.0f}k events/s" if elapsed > 0.2 else ""
-            bar.update(tasks[path], completed=raw_bytes, events=f"{events:,} events{rate}")
+            # the rate is the parser's; after parsing, the count is the file's whole count
+            rate = f", {(events - n0) / elapsed / 1000:,.0f}k events/s" if stage == "parsing" and elapsed > 0.2 else ""
+            bar.update(tasks[path], description=f"{stage} {path.name}", completed=raw_bytes,
+                       events=f"{events:,} events{rate}")
 
         return ingest_traces(files, store=store, name=name, labels=labels, force=force, jobs=jobs, progress=progress,
                              salvage=salvage)
@@ -141,6 +148,8 @@ def _ingest_with_progress(files, store, name, labels, force, jobs, salvage):
 @app.command()
 def runs(store: Optional[Path] = StoreOpt, format: Format = FormatOpt, wide: bool = WideOpt) -> None:
     """List the runs in the store."""
+    from .api import open as open_store
+
     with open_store(store) as db:
         rows = db.runs()
     columns = ["run_id", "name", "labels", "event_count", "rank", "duration_ms", "ingested_at", "source_path",
@@ -164,6 +173,8 @@ def label_runs(
     store: Optional[Path] = StoreOpt,
 ) -> None:
     """Set or remove labels of runs (`traceduck label baseline job=run42 --remove old`)."""
+    from .api import label as label_traces
+
     for r in label_traces(run, _labels(labels or [], option=""), remove=remove, store=store):
         typer.echo(f"{r['run_id']} '{r['name']}': {_show_labels(r['labels'])}")
 
@@ -175,6 +186,8 @@ def rename(
     store: Optional[Path] = StoreOpt,
 ) -> None:
     """Rename a run."""
+    from .api import rename as rename_trace
+
     run_id, old, new = rename_trace(run, name, store=store)
     typer.echo(f"{run_id}: '{old}' -> '{new}'")
 
@@ -186,6 +199,8 @@ def remove_runs(
     store: Optional[Path] = StoreOpt,
 ) -> None:
     """Remove runs from the store."""
+    from .api import remove as remove_traces
+
     for run_id, name in remove_traces(runs, store=store):
         typer.echo(f"removed {run_id} '{name}'")
 
@@ -200,6 +215,8 @@ def sql(
 ) -> None:
     """Run a SQL query over every run in the store (DuckDB dialect). Rows stream: csv and json start at
     once and hold one batch in memory."""
+    from .api import open as open_store
+
     with open_store(store) as db:
         rel = db.sql(query)
         if rel is None:
@@ -219,6 +236,8 @@ def schema(
     wide: bool = WideOpt,
 ) -> None:
     """List the tables and views, or one's columns, with their documentation."""
+    from .api import open as open_store
+
     with open_store(store) as db:
         if name is None:
             render(["name", "kind", "description"], db.relations(), format, sys.stdout, View(wide=wide))
@@ -232,6 +251,8 @@ def schema(
 @app.command("reports")
 def list_reports(format: Format = FormatOpt, wide: bool = WideOpt) -> None:
     """List the canned reports."""
+    from .reports import all_reports
+
     rows = [(r.name, r.title, r.description) for r in all_reports().values()]
     render(["report", "title", "description"], rows, format, sys.stdout, View(wide=wide))
 
@@ -249,14 +270,18 @@ def report(
     help_: bool = typer.Option(False, "--help", "-h", help="Show this message, or a report's parameters and columns."),
 ) -> None:
     """Run a canned report. `traceduck report NAME --help` shows its parameters and columns."""
+    from .reports import get_report, split_pairs
+
     if help_ or name is None:
         if name is None:
             typer.echo(_command_help("report"))
         else:
             typer.echo(report_help(get_report(name)))
         return
+    from .api import open as open_store
+
     with open_store(store) as db:
-        columns, rows = run_report(db, name, runs=run, params=param, limit=limit)
+        columns, rows = db.fetch(db.report(name, runs=run or None, limit=limit, **split_pairs(param)))
         view = View(max_rows=max_rows, per_run=True, wide=wide)
         if format in PEOPLE and any(_is_instant(c) for c in columns):
             view.run_starts = _run_starts(db)
@@ -318,21 +343,28 @@ def diff(
     wide: bool = WideOpt,
 ) -> None:
     """Compare two runs group by group; biggest change first."""
+    from .api import open as open_store
+    from .diff import diff_header
+
     with open_store(store) as db:
-        result = diff_runs(db, a, b, by=by.value, per_step=per_step, threshold_pct=threshold)
-    rows = result.rows[:limit] if limit is not None else result.rows
+        rel = db.diff(a, b, by=by.value, per_step=per_step, threshold_pct=threshold)
+        columns, rows = db.fetch(rel if limit is None else rel.limit(limit))
+        header = diff_header(db, a, b)
     if format in PEOPLE:
-        typer.echo(escape(result.header()))
+        typer.echo(escape(header))
     else:  # keep stdout machine-readable
-        typer.echo(escape(result.header()), err=True)
+        typer.echo(escape(header), err=True)
     # calls and ns are whole numbers unless divided per step
-    rows = integral(result.columns, rows, [c for c in result.columns if c.endswith(("_calls", "_ns"))])
-    render(result.columns, rows, format, sys.stdout, View(max_rows=max_rows, wide=wide))
+    rows = integral(columns, rows, [c for c in columns if c.endswith(("_calls", "_ns"))])
+    render(columns, rows, format, sys.stdout, View(max_rows=max_rows, wide=wide))
 
 
 @app.command()
 def catalog(store: Optional[Path] = StoreOpt) -> None:
     """Write STORE/catalog.duckdb: the views and their docs, for the DuckDB CLI, DBeaver or a notebook."""
+    from .catalog_file import write_catalog
+    from .store import Store
+
     path = write_catalog(Store(store))
     typer.echo(f"{path} (open it with any DuckDB client, e.g. `duckdb {path}`)")
 
@@ -340,6 +372,9 @@ def catalog(store: Optional[Path] = StoreOpt) -> None:
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def shell(ctx: typer.Context, store: Optional[Path] = StoreOpt) -> None:
     """Open the DuckDB CLI on STORE/catalog.duckdb (written first); arguments after -- go to duckdb."""
+    from .shell import shell_command
+    from .store import Store
+
     argv = shell_command(Store(store), ctx.args)
     sys.stdout.flush()
     os.execv(argv[0], argv)
@@ -383,12 +418,11 @@ def export(
 ) -> None:
     """Write a run, or one step or time range of it, as a Chrome trace (events and args as ingested),
     or its folded stacks."""
-    window = Window(step=step, start_ns=start_ns, end_ns=end_ns, max_events=max_events,
-                    start_offset_ns=None if start is None else parse_offset(start, "--start"),
-                    end_offset_ns=None if end is None else parse_offset(end, "--end"))
-    with open_store(store) as db:
-        run_id = db.resolve_run(run)
-        result = export_trace(db, run_id, output, format.value, window, metric.value if metric else None)
+    from .api import export as export_run
+
+    result = export_run(run, output, store=store, format=format.value, step=step, start=start, end=end,
+                        start_ns=start_ns, end_ns=end_ns, max_events=max_events, metric=metric.value if metric else None)
+    run_id = result.run_id
     err = typer.get_text_stream("stderr")
     if result.format == "folded":
         err.write(f"{result.stacks:,} stacks, {result.total:,} ns of {result.metric} from run {run_id} -> {output}\n")

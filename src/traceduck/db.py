@@ -1,28 +1,43 @@
-"""The DuckDB side: one in-process connection with a view per table over every run's Parquet files."""
+"""The DuckDB side: one in-process connection with a view per table over every run's Parquet files.
+
+The views and macros of sql/ are built once per store (and traceduck, DuckDB and sql/ version)
+into a DuckDB file under STORE/cache/, which every later connection attaches read-only: opening a
+store costs an ATTACH, not re-creating every view from its SQL text. The file's tables read the
+Parquet files of the runs named in session variables, so each query still reads the runs listed
+when it starts. Where the file cannot be written (a read-only store), the views are created in
+memory from the SQL text.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
 import fnmatch
 import functools
+import hashlib
 import os
 import re
 import shlex
+import shutil
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
 
 import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from . import reference
-from .catalog import Relation, arrow_schemas, documented_relations, schema_stamp, tables, view_files
+from .catalog import Relation, arrow_schemas, documented_relations, schema_stamp, sql_dir, tables, view_files
 from .errors import QueryError, RunSelectionError, StoreError, did_you_mean, with_suggestion
 from .store import LAYOUT_VERSION, Store
+
+if TYPE_CHECKING:
+    from .export import ExportResult
 
 
 # A query that finds a run's file gone or changed under it (a run replaced, removed, relabelled or
@@ -72,13 +87,120 @@ def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
+CACHE_DIR = "cache"  # STORE/cache/<key>/: the view file and an empty Parquet file per table
+VIEWS_FILE = "views.duckdb"
+CACHE_ALIAS = "traceduck"  # the view file's name in DuckDB's catalog
+_CACHE_LAYOUT = "2"  # part of the key: change it when what the view file holds changes
+# Session variables the view file's tables read: the runs to cover, where runs live, and where the
+# empty files are (read_parquet needs at least one file; a store without runs reads those).
+_RUNS = "traceduck_runs"
+_RUNS_DIR = "traceduck_runs_dir"
+_EMPTY_DIR = "traceduck_empty_dir"
+# Tables each connection holds itself rather than the view file: the reference tables (a session may
+# change them) and `runs` (loaded in memory, see Database).
+_OWN_TABLES = ("runs",)
+
+
+def _files(table: str) -> str:
+    """The Parquet files of `table` for the runs in the session variables, as a SQL expression."""
+    return (f"CASE WHEN len(getvariable('{_RUNS}')) = 0 THEN [getvariable('{_EMPTY_DIR}') || '/{table}.parquet'] "
+            f"ELSE list_transform(getvariable('{_RUNS}'), "
+            f"lambda r: getvariable('{_RUNS_DIR}') || '/' || r || '/{table}.parquet') END")
+
+
+def _comments(rel: Relation, kind: str) -> list[str]:
+    out = [f"COMMENT ON {kind} {rel.name} IS {_literal(rel.doc)}"]
+    out += [f"COMMENT ON COLUMN {rel.name}.{col.name} IS {_literal(col.doc)}" for col in rel.columns]
+    return out
+
+
+def _reference_tables() -> list[Relation]:
+    """The reference tables defined in sql/views (event categories, dtypes, call-site rules, ...)."""
+    return [rel for _path, _text, relations in view_files() for rel in relations if rel.kind == "table"]
+
+
+@lru_cache(maxsize=1)
+def cache_key() -> str:
+    """What the view file depends on: traceduck's and DuckDB's versions and the text of sql/'s tables and views."""
+    from . import __version__
+
+    h = hashlib.sha256(f"{_CACHE_LAYOUT}\0{__version__}\0{duckdb.__version__}\0{LAYOUT_VERSION}\0".encode())
+    root = sql_dir()
+    for path in [root / "tables.sql", *sorted((root / "views").glob("*.sql"))]:
+        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
+def view_cache(store: Store) -> Path | None:
+    """STORE/cache/<key>/, written on first use; None where it cannot be: a directory that is not
+    a store (no runs/), or a store this process cannot write."""
+    if not store.runs_dir.is_dir():
+        return None
+    target = store.path / CACHE_DIR / cache_key()
+    if (target / VIEWS_FILE).is_file():
+        return target
+    try:
+        return _write_view_cache(store, target)
+    except (OSError, StoreError, duckdb.Error):
+        return None
+
+
+def _write_view_cache(store: Store, target: Path) -> Path:
+    """Build the view file under tmp/ and publish it with one rename: readers never see half of one."""
+    tmp = store.new_tmp_dir(CACHE_DIR)
+    try:
+        (tmp / "empty").mkdir()
+        con = duckdb.connect(str(tmp / VIEWS_FILE))
+        try:
+            for rel in tables().values():  # the empty files: each table's columns, no rows
+                con.execute(rel.body.replace("CREATE TABLE", "CREATE TEMP TABLE", 1))
+                con.execute(f"COPY temp.{rel.name} TO {_literal(str(tmp / 'empty' / f'{rel.name}.parquet'))} "
+                            "(FORMAT parquet)")
+                con.execute(f"DROP TABLE temp.{rel.name}")
+            con.execute(f"SET VARIABLE {_RUNS} = []::VARCHAR[]")
+            con.execute(f"SET VARIABLE {_EMPTY_DIR} = ?", [str(tmp / "empty")])
+            statements = []
+            for rel in tables().values():
+                if rel.name in _OWN_TABLES:
+                    statements.append(rel.body.rstrip().rstrip(";"))
+                else:
+                    statements.append(f"CREATE VIEW {rel.name} AS SELECT * FROM read_parquet({_files(rel.name)}, "
+                                      "union_by_name = true)")
+                    statements += _comments(rel, "VIEW")
+            con.execute(";\n".join(statements))
+            for _path, text, relations in view_files():
+                con.execute(text)
+                con.execute(";\n".join(s for rel in relations for s in _comments(rel, rel.kind.upper())))
+            # The views read each connection's own copies of these tables.
+            con.execute(";\n".join(f"DROP TABLE {name}" for name in
+                                    [*_OWN_TABLES, *(rel.name for rel in _reference_tables())]))
+            con.execute("CHECKPOINT")
+        finally:
+            con.close()
+        target.parent.mkdir(exist_ok=True)
+        try:
+            os.rename(tmp, target)
+        except OSError:
+            if not (target / VIEWS_FILE).is_file():
+                raise
+            return target  # another process published the same file first
+        for old in target.parent.iterdir():  # files of other versions
+            if old != target:
+                shutil.rmtree(old, ignore_errors=True)
+        return target
+    finally:
+        store.discard(tmp)
+
+
 class Database:
     """A store opened for querying. Views `runs`, `events`, `args`, `shapes`, `stacks` span all runs.
 
     In memory (the default) each table reads the files of the runs published when a query starts,
     listed by name and refreshed before every `sql()` when runs came or went: every table of one
-    query sees the same runs, even while other processes publish. A database file (`catalog`)
-    reads by glob instead, so runs ingested after it was written show up.
+    query sees the same runs, even while other processes publish. With the store's view file (see
+    the module docstring), the list is given to each query's connection in session variables;
+    `cursor()` makes such a connection. A database file (`catalog`) reads by glob instead, so runs
+    ingested after it was written show up.
 
     In memory, the `runs` table is a DuckDB table filled from the runs.parquet files, each read
     once by this process, and refilled when one of them changed (a run given labels or a new
@@ -99,10 +221,40 @@ class Database:
         self._mutex = threading.Lock()
         if not store.path.is_dir():
             raise StoreError(f"no store at {store.path}", "Run `traceduck ingest TRACE` first, or pass --store")
+        if run_ids is not None:
+            for r in run_ids:
+                store.run_dir(r)  # run ids become paths: hex only
+        self._cache = view_cache(store) if database == ":memory:" else None
         self.con = duckdb.connect(database)
         if threads:
             self.con.execute(f"SET threads = {int(threads)}")
-        self._create_views()
+        self._catalogs = ["memory" if database == ":memory:"
+                          else self.con.execute("SELECT current_database()").fetchone()[0]]
+        if self._cache is not None:
+            self._attach()
+        else:
+            self._create_views()
+
+    def _attach(self) -> None:
+        """Use the store's view file; the reference tables and `runs` are this connection's own."""
+        try:
+            self.con.execute(f"ATTACH {_literal(str(self._cache / VIEWS_FILE))} AS {CACHE_ALIAS} (READ_ONLY)")
+        except duckdb.Error:  # unreadable (damaged, or written by another DuckDB): build in memory
+            self._cache = None
+            self._create_views()
+            return
+        self._catalogs.append(CACHE_ALIAS)
+        refs = _reference_tables()
+        self.con.execute(";\n".join([rel.body for rel in refs] + [s for rel in refs for s in _comments(rel, "TABLE")]))
+        reference.fill(self.con)
+        self._refresh(again=True)
+
+    def _point(self, con: duckdb.DuckDBPyConnection, runs: list[str]) -> None:
+        """Make a connection of this Database read the view file's views over `runs`."""
+        con.execute(f"SET search_path = '{self._catalogs[0]}.main,{CACHE_ALIAS}.main'")
+        con.execute(f"SET VARIABLE {_RUNS} = ?::VARCHAR[]", [runs])
+        con.execute(f"SET VARIABLE {_RUNS_DIR} = ?", [str(self.store.runs_dir)])
+        con.execute(f"SET VARIABLE {_EMPTY_DIR} = ?", [str(self._cache / "empty")])
 
     def _create_views(self) -> None:
         for attempt in range(LOST_FILE_RETRIES + 1):
@@ -126,6 +278,8 @@ class Database:
     def _create_tables(self, runs: list[str]) -> None:
         self._check_columns(runs)
         for rel in tables().values():
+            if self._cache is not None and rel.name not in _OWN_TABLES:
+                continue  # the view file's table, over the runs given to each connection (_point)
             loaded = runs and rel.name == "runs" and not self._by_glob  # see the class docstring
             kind = "VIEW" if runs and not loaded else "TABLE"
             if self._kinds.get(rel.name, kind) != kind:
@@ -146,6 +300,8 @@ class Database:
             self._comment(rel, kind)
         if runs:
             self._check_layout()
+        if self._cache is not None:
+            self._point(self.con, runs)
         self._listed = list(runs)
 
     def _check_layout(self) -> None:
@@ -272,9 +428,64 @@ class Database:
         for col in rel.columns:
             self.con.execute(f"COMMENT ON COLUMN {rel.name}.{col.name} IS {_literal(col.doc)}")
 
+    def cursor(self, run_ids: list[str] | None = None) -> duckdb.DuckDBPyConnection:
+        """A DuckDB connection of its own (temp tables, settings) over the runs published now, or over
+        only `run_ids` (then only their files are read)."""
+        if run_ids is not None and self._cache is None:
+            return Database(self.store, run_ids=list(run_ids)).con.cursor()  # the cursor keeps it alive
+        self._refresh()
+        cur = self.con.cursor()
+        if self._cache is not None:
+            for r in run_ids or []:
+                self.store.run_dir(r)  # run ids become paths: hex only
+            self._point(cur, list(run_ids) if run_ids is not None else self._listed or [])
+        return cur
+
     def sql(self, query: str, params: list | dict | None = None) -> duckdb.DuckDBPyRelation:
-        """Run SQL over the store; returns a DuckDB relation (`.df()`, `.pl()`, `.arrow()`, `.fetchall()`)."""
-        return self._retrying(lambda: self.con.cursor().sql(query, params=params), refresh=True)
+        """Run SQL (DuckDB dialect) over the store: a DuckDB relation (`.df()`, `.pl()`,
+        `.to_arrow_table()`, `.fetchall()`). Parameters are bound: `sql("... WHERE name = ?", ["aten::mm"])`."""
+        return self._retrying(lambda: self.cursor().sql(query, params=params), refresh=True)
+
+    def report(self, name: str, /, runs: str | list[str] | None = None, limit: int | None = None,
+               **params: object) -> duckdb.DuckDBPyRelation:
+        """A canned report (`traceduck reports` lists them) over `runs` (selections as for
+        `select_runs`; default: every run) as a DuckDB relation. `params` are the report's parameters
+        (`group_by="call_site"`); `limit` keeps at most that many rows of each run. `run_id` and
+        `run_name` columns are there when more than one run is covered."""
+        from .reports import report_relation
+
+        selected = [runs] if isinstance(runs, str) else runs
+        pairs = [f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in params.items()]
+        return report_relation(self, name, runs=selected or None, params=pairs, limit=limit)
+
+    def diff(self, a: str, b: str, by: str = "op", per_step: bool = False,
+             threshold_pct: float = 5.0) -> duckdb.DuckDBPyRelation:
+        """Compare run `a` (the baseline) with run `b` group by group (`by`: op, kernel, call_site,
+        shape or copy), biggest change first, as a DuckDB relation: calls, times, `delta_ns`, `ratio`
+        and `status` (added, removed, faster, slower, or same within `threshold_pct` percent of A).
+        `per_step` divides by each run's number of profiler steps."""
+        from .diff import diff_relation
+
+        return diff_relation(self, a, b, by=by, per_step=per_step, threshold_pct=threshold_pct)
+
+    def export(self, run: str, output: str | os.PathLike, format: str = "chrome",  # noqa: A002
+               step: int | None = None, start: str | int | None = None, end: str | int | None = None,
+               start_ns: int | None = None, end_ns: int | None = None, max_events: int | None = None,
+               metric: str | None = None) -> ExportResult:
+        """Write run `run` (an id, a unique id prefix or a name) to `output`. `format="chrome"`: a
+        Chrome trace (gzip when `output` ends in .gz) of the whole run, of profiler step `step`, or
+        of the events overlapping [start, end): `start`/`end` after the run's start (`"12.5ms"`,
+        `"300us"`, or integer ns), or `start_ns`/`end_ns` absolute (`events.ts_ns`); each event as
+        ingested; `max_events` keeps the earliest ones. `format="folded"`: folded stacks, `metric`
+        `cpu_self` (the default) or `gpu`. Returns what was written (`ExportResult`)."""
+        from .export import Window, export, parse_offset
+
+        def offset(value: str | int | None, option: str) -> int | None:
+            return parse_offset(value, option) if isinstance(value, str) else value
+
+        window = Window(step=step, start_ns=start_ns, end_ns=end_ns, max_events=max_events,
+                        start_offset_ns=offset(start, "--start"), end_offset_ns=offset(end, "--end"))
+        return export(self, self.resolve_run(run), output, format, window, metric)
 
     def scoped(self, run_ids: list[str]) -> Database:
         """Another connection whose tables and views hold only these runs (reads only their files)."""
@@ -337,14 +548,16 @@ class Database:
                                     with_suggestion("Run `traceduck schema` to list them", name, known))
         rows = self.con.execute(
             "SELECT column_name, data_type, coalesce(comment, '') FROM duckdb_columns() "
-            "WHERE table_name = ? AND schema_name = 'main' ORDER BY column_index", [name]).fetchall()
+            "WHERE table_name = ? AND schema_name = 'main' AND list_contains(?, database_name) ORDER BY column_index",
+            [name, self._catalogs]).fetchall()
         return self._catalog_comment(name) or "", [tuple(r) for r in rows]
 
     def _catalog_comment(self, name: str) -> str | None:
         row = self.con.execute(
-            "SELECT comment FROM duckdb_views() WHERE view_name = ? AND schema_name = 'main' "
-            "UNION ALL SELECT comment FROM duckdb_tables() WHERE table_name = ? AND schema_name = 'main'",
-            [name, name]).fetchall()
+            "SELECT comment FROM duckdb_views() WHERE view_name = $name AND schema_name = 'main' "
+            "AND list_contains($catalogs, database_name) UNION ALL SELECT comment FROM duckdb_tables() "
+            "WHERE table_name = $name AND schema_name = 'main' AND list_contains($catalogs, database_name)",
+            {"name": name, "catalogs": self._catalogs}).fetchall()
         return row[0][0] if row else None
 
     def runs(self) -> list[dict]:
@@ -392,6 +605,7 @@ class Database:
         return found[0]
 
     def close(self) -> None:
+        """Close the connection (a `with traceduck.open(...) as db:` block does it on leaving)."""
         self.con.close()
 
     def __enter__(self) -> Database:

@@ -151,61 +151,72 @@ def report_run_ids(db: Database, runs: list[str] | None = None) -> list[str]:
     return list(dict.fromkeys(ids))
 
 
-def order_by_run(columns: list[str], rows: list[tuple], run_ids: list[str],
-                 limit: int | None = None) -> list[tuple]:
-    """Rows grouped by run in the order of `run_ids`, each run's rows in the report's own order,
-    and at most `limit` rows per run. Rows of a run not in `run_ids` (or without one) come last."""
-    if "run_id" not in columns:
-        return rows if limit is None else rows[:limit]
-    at = columns.index("run_id")
-    position = {rid: i for i, rid in enumerate(run_ids)}
-    ordered = sorted(rows, key=lambda row: position.get(row[at], len(position)))  # stable: keeps the report's order
-    if limit is None:
-        return ordered
-    kept: dict[object, int] = {}
-    out = []
-    for row in ordered:
-        n = kept.get(row[at], 0)
-        if n < limit:
-            out.append(row)
-            kept[row[at]] = n + 1
-    return out
+def report_relation(db: Database, name: str, runs: list[str] | None = None, params: list[str] | None = None,
+                    limit: int | None = None, keep_run_columns: bool | None = None) -> duckdb.DuckDBPyRelation:
+    """A report over the selected runs (all runs by default) as a DuckDB relation, on a cursor of its
+    own that holds the runs to cover (`report_runs`).
 
-
-def run_report(db: Database, name: str, runs: list[str] | None = None, params: list[str] | None = None,
-               limit: int | None = None, keep_run_columns: bool | None = None) -> tuple[list[str], list[tuple]]:
-    """Run a report over the selected runs (all runs by default): (columns, rows).
-
-    Runs come in the order of `report_run_ids`; `limit` keeps that many rows per run. run_id/run_name
-    columns are dropped when the selection is a single run, unless asked to keep them.
+    Rows are grouped by run in the order of `report_run_ids` (rows of no listed run last), each
+    run's rows in the report's own order; `limit` keeps that many rows per run. run_id/run_name columns are dropped when
+    the selection is a single run, unless asked to keep them.
     """
     report = get_report(name)
     values = parse_params(report, params or [])
     run_ids = report_run_ids(db, runs)
-    scoped = db.scoped(run_ids) if runs else None  # read only the selected runs' files
-    cur = (scoped or db).con.cursor()
+    cur = db.cursor(run_ids if runs else None)  # with runs selected, only their files are read
     try:
         if "one_job" in report.requires:
             require_one_job(cur, run_ids, name)
         cur.execute("CREATE OR REPLACE TEMP TABLE report_runs AS SELECT unnest(?::VARCHAR[]) AS run_id", [run_ids])
+        cur.execute("CREATE OR REPLACE TEMP TABLE report_run_order AS "
+                    "SELECT unnest($ids::VARCHAR[]) AS run_id, generate_subscripts($ids::VARCHAR[], 1) AS position",
+                    {"ids": run_ids})
         sql = report.sql.rstrip().rstrip(";")
         bound = {k: v for k, v in values.items() if f"${k}" in report.sql}
-        result = cur.execute(sql, bound)
-        columns = [d[0] for d in result.description]
-        rows = result.fetchall()
+        columns = cur.sql(sql, params=bound).columns
+        if "run_id" in columns:
+            # row_number() OVER () numbers rows as they stream, i.e. in the report's own order
+            per_run = "" if limit is None else \
+                f"QUALIFY row_number() OVER (PARTITION BY r.run_id ORDER BY r.__row) <= {int(limit)}"
+            sql = (f"SELECT r.* EXCLUDE (__row) FROM (SELECT row_number() OVER () AS __row, * FROM ({sql})) r "
+                   f"LEFT JOIN report_run_order o ON o.run_id = r.run_id {per_run} "
+                   "ORDER BY coalesce(o.position, 9223372036854775807), r.__row")
+        elif limit is not None:
+            sql = f"SELECT * FROM ({sql}) LIMIT {int(limit)}"
+        rel = cur.sql(sql, params=bound)
+        keep = keep_run_columns if keep_run_columns is not None else len(run_ids) != 1
+        if not keep:
+            rel = rel.project(", ".join(_quoted(c) for c in rel.columns if c not in RUN_COLUMNS))
+    except duckdb.Error as e:
+        cur.close()
+        raise QueryError(f"report {name} failed: {_first_line(str(e))}") from None
+    return rel
+
+
+def run_report(db: Database, name: str, runs: list[str] | None = None, params: list[str] | None = None,
+               limit: int | None = None, keep_run_columns: bool | None = None) -> tuple[list[str], list[tuple]]:
+    """Run a report over the selected runs (all runs by default): (columns, rows); see report_relation."""
+    rel = report_relation(db, name, runs, params, limit, keep_run_columns)
+    try:
+        return list(rel.columns), rel.fetchall()
     except duckdb.Error as e:
         raise QueryError(f"report {name} failed: {_first_line(str(e))}") from None
-    finally:
-        cur.close()
-        if scoped is not None:
-            scoped.close()
-    rows = order_by_run(columns, rows, run_ids, None if limit is None else int(limit))
-    keep = keep_run_columns if keep_run_columns is not None else len(run_ids) != 1
-    if not keep:
-        idx = [i for i, c in enumerate(columns) if c not in RUN_COLUMNS]
-        columns = [columns[i] for i in idx]
-        rows = [tuple(row[i] for i in idx) for row in rows]
-    return columns, rows
 
 
-__all__ = ["Report", "ReportError", "all_reports", "get_report", "report_run_ids", "run_report", "RunSelectionError"]
+def split_pairs(pairs: list[str], option: str = "--param") -> dict[str, str]:
+    """`KEY=VALUE` strings -> {KEY: VALUE} (the last of a repeated key wins)."""
+    out = {}
+    for pair in pairs:
+        key, sep, text = pair.partition("=")
+        if not sep:
+            raise ReportError(f"{option} {pair!r} is not KEY=VALUE")
+        out[key] = text
+    return out
+
+
+def _quoted(column: str) -> str:
+    return '"' + column.replace('"', '""') + '"'
+
+
+__all__ = ["Report", "ReportError", "all_reports", "get_report", "report_relation", "report_run_ids", "run_report",
+           "RunSelectionError"]

@@ -49,7 +49,9 @@ NO_EVENTS = "traceEvents holds no events"
 # Positions of skipped traceEvents items listed in the warning's key, at most.
 LISTED_POSITIONS = 20
 
-Progress = Callable[[int, int], None]  # (raw bytes read, events converted)
+# (raw bytes read, events converted, stage): stage "parsing" while the file is read, then "sorting",
+# "nesting", "writing", and "done" with the run's event count.
+Progress = Callable[[int, int, str], None]
 
 
 class Stopwatch:
@@ -174,7 +176,8 @@ def ingest_file(path: Path, store: Store, name: str | list[str] | None = None, l
         if not results:  # an empty traceEvents: every table is still written, empty
             results.append(ChunkConverter(0, exact=True).write(parts))
         watch.lap("parse+convert")
-        count, overlaps, op_overlaps, warnings = _merge(path, tmp, parts, layout, results, run_id, jobs, watch)
+        count, overlaps, op_overlaps, warnings = _merge(path, tmp, parts, layout, results, run_id, jobs, watch,
+                                                        progress)
         warnings.update(read_warnings)
         if cut is not None:
             warnings[f"salvaged: {cut.what} at byte {cut.offset:,}; complete events kept"] = count
@@ -188,6 +191,8 @@ def ingest_file(path: Path, store: Store, name: str | list[str] | None = None, l
         store.discard(tmp)
         raise
     watch.lap("publish")
+    if progress:
+        progress(path.stat().st_size, count, "done")
     return IngestResult(run_id, name, path, count, time.perf_counter() - started, skipped=not published,
                         salvaged=cut is not None, overlap_count=overlaps, op_overlap_count=op_overlaps,
                         warnings=dict(warnings), timings=watch.stages)
@@ -213,7 +218,7 @@ def _convert_chunks(src: RawSource, path: Path, parts: Path, jobs: int, progress
         for k, text in enumerate(reader.chunks()):
             results.append(_convert_or_fallback(text, k, str(parts)))
             if progress:
-                progress(src.raw_bytes_read, sum(r.count for r in results))
+                progress(src.raw_bytes_read, sum(r.count for r in results), "parsing")
         return layout, results
     # fork: workers need nothing from the parent but the function, and spawn would re-run
     # the caller's script in every worker when it lacks an `if __name__ == "__main__"` guard.
@@ -231,7 +236,7 @@ def _convert_chunks(src: RawSource, path: Path, parts: Path, jobs: int, progress
                     results.append(r)
                     converted += r.count
             if progress:
-                progress(src.raw_bytes_read, converted)
+                progress(src.raw_bytes_read, converted, "parsing")
         for f in pending:
             results.append(f.result())
     results.sort(key=lambda r: r.chunk)
@@ -265,7 +270,7 @@ def _convert_streaming(path: Path, parts: Path, progress: Progress | None, salva
                                  f"({type(e).__name__}: {e})", "Re-run with --debug and report it") from None
             done += len(batch)
             if progress:
-                progress(src.raw_bytes_read, stream.count)
+                progress(src.raw_bytes_read, stream.count, "parsing")
         return stream.layout, results, stream.warnings, stream.cut
 
 
@@ -296,8 +301,10 @@ def _int_or_none(v: object) -> int | None:
 
 
 def _merge(path: Path, tmp: Path, parts: Path, layout: TraceLayout, results: list[ChunkResult],
-           run_id: str, jobs: int, watch: Stopwatch) -> tuple[int, int, int, dict]:
-    """Give events global ids, nest them, derive stacks, and write the run's final tables."""
+           run_id: str, jobs: int, watch: Stopwatch, progress: Progress | None = None
+           ) -> tuple[int, int, int, dict]:
+    """Give events global ids, nest them, derive stacks, and write the run's final tables; `progress`
+    hears of each stage as it starts."""
     offsets = []
     total = 0
     warnings: Counter = Counter()
@@ -308,6 +315,12 @@ def _merge(path: Path, tmp: Path, parts: Path, layout: TraceLayout, results: lis
         warnings.update(r.warnings)
         stacks.nodes.update(r.stacks)
     base_ns = _int_or_none(layout.metadata.get("baseTimeNanoseconds")) or 0
+
+    def stage(name: str) -> None:
+        if progress:
+            progress(path.stat().st_size, total, name)
+
+    stage("sorting")
     nester = Nester(total, stacks)
     con = duckdb.connect(config={"threads": max(1, jobs), "memory_limit": MERGE_MEMORY,
                                  "temp_directory": str(tmp / "spill")})
@@ -331,6 +344,7 @@ def _merge(path: Path, tmp: Path, parts: Path, layout: TraceLayout, results: lis
                 ORDER BY track, x.ts_ns, end_ns DESC, event_id"""
         ).to_arrow_reader(NEST_BATCH)
         watch.lap("merge: sort for nesting")
+        stage("nesting")
         # args and shapes need no nesting: write them in a thread (Parquet work releases the GIL)
         # while this thread nests events in Python.
         with ThreadPoolExecutor(max_workers=1) as pool:
@@ -341,6 +355,7 @@ def _merge(path: Path, tmp: Path, parts: Path, layout: TraceLayout, results: lis
                             cols["call_stack_id"], cols["is_op"])
             del reader
             watch.lap("merge: nesting (args and shapes written meanwhile)")
+            stage("writing")
             _write_events(tmp, parts, results, offsets, run_id, base_ns, nester, windows)
             _write_step_windows(tmp, run_id, windows)
             watch.lap("merge: write events")

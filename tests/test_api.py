@@ -1,0 +1,202 @@
+"""The Python API (`traceduck.open/ingest/export`, `Database.report/diff`), the view file that
+spares each connection re-creating the views, and what `--version`/`--help` import."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+import traceduck
+from traceduck import db as db_module
+from traceduck.db import CACHE_DIR, VIEWS_FILE, Database
+from traceduck.store import Store
+
+from conftest import SAMPLES
+
+BUGGY = SAMPLES / "buggy.json.gz"
+FIXED = SAMPLES / "fixed.json.gz"
+HEAVY = ("duckdb", "pyarrow", "pandas", "polars", "numpy")
+
+
+def events_of(path: Path) -> list[dict]:
+    return json.loads(gzip.decompress(path.read_bytes()))["traceEvents"]
+
+
+def op_calls(path: Path) -> Counter:
+    """Calls per CPU op name, by plain json."""
+    return Counter(e["name"] for e in events_of(path) if e.get("cat") == "cpu_op" and e.get("ph") == "X")
+
+
+def td(*args) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "TRACEDUCK_STORE"}
+    return subprocess.run([sys.executable, "-m", "traceduck", *map(str, args)], capture_output=True, text=True, env=env)
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("api") / "store"
+    traceduck.ingest(BUGGY, store=path, name="buggy")
+    traceduck.ingest(FIXED, store=path, name="fixed")
+    return path
+
+
+@pytest.mark.parametrize("args", [["--version"], ["--help"], ["sql", "--help"], ["export", "--help"]])
+def test_version_and_help_load_neither_duckdb_nor_arrow_nor_pandas(args):
+    p = subprocess.run([sys.executable, "-X", "importtime", "-m", "traceduck", *args], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    imported = {line.rsplit("|", 1)[1].strip() for line in p.stderr.splitlines() if line.startswith("import time:")}
+    assert "traceduck.cli" in imported
+    assert {m.split(".")[0] for m in imported} & set(HEAVY) == set()
+
+
+def test_import_traceduck_is_light_until_used():
+    code = ("import sys, traceduck; before = sorted(m for m in %r if m in sys.modules); traceduck.open; "
+            "print(before, 'duckdb' in sys.modules)" % (HEAVY,))
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert p.stdout.strip() == "[] True", p.stderr
+
+
+def test_report_is_a_relation_with_the_counts_of_the_trace(store):
+    with traceduck.open(store) as db:
+        rel = db.report("top-ops", runs="buggy")
+        assert "run_id" not in rel.columns  # one run: no run columns, as on the command line
+        calls = dict(rel.select("name, calls").fetchall())
+        assert calls == op_calls(BUGGY)
+        table = rel.arrow().read_all()  # record batches
+        assert dict(zip(table.column("name").to_pylist(), table.column("calls").to_pylist())) == calls
+        df = rel.df()
+        assert dict(zip(df.name, df.calls)) == calls
+        both = db.report("top-ops", limit=3)
+        assert both.columns[:2] == ["run_id", "run_name"] and len(both.fetchall()) == 3
+        by_site = db.report("top-ops", runs=["buggy"], group_by="call_site").fetchall()
+        assert len(by_site) > len(calls)  # an op called from several sites has a row per site
+        with pytest.raises(traceduck.TraceduckError, match="no parameter 'group'"):
+            db.report("top-ops", group="x")
+
+
+def test_report_relation_converts_to_polars(store):
+    pytest.importorskip("polars")
+    with traceduck.open(store) as db:
+        frame = db.report("top-ops", runs="fixed").pl()
+    assert dict(zip(frame["name"], frame["calls"])) == op_calls(FIXED)
+
+
+def test_cli_report_prints_the_api_rows(store):
+    with traceduck.open(store) as db:
+        rel = db.report("copies-by-call-site", runs="buggy", limit=2)
+        expected = [dict(zip(rel.columns, row)) for row in rel.fetchall()]
+    p = td("report", "copies-by-call-site", "--run", "buggy", "--limit", "2", "--store", store, "-f", "json")
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout) == json.loads(json.dumps(expected, default=str))
+
+
+def test_diff_is_a_relation_with_both_runs_calls(store):
+    a, b = op_calls(BUGGY), op_calls(FIXED)
+    with traceduck.open(store) as db:
+        rel = db.diff("buggy", "fixed")
+        rows = {key: (a_calls, b_calls, status) for key, a_calls, b_calls, status in
+                rel.select("key, a_calls, b_calls, status").fetchall()}
+        per_step = dict(db.diff("buggy", "fixed", per_step=True).select("key, a_calls").fetchall())
+    assert {k: (x or 0, y or 0) for k, (x, y, _s) in rows.items()} == {k: (a[k], b[k]) for k in a | b}
+    assert rows["aten::copy_"][2] == "faster"
+    assert per_step["aten::copy_"] == a["aten::copy_"] / 3  # the samples have 3 profiler steps
+
+
+def test_export_writes_what_the_command_line_writes(store, tmp_path):
+    result = traceduck.export("buggy", tmp_path / "api.json", store=store, step=3)
+    p = td("export", "buggy", "-o", tmp_path / "cli.json", "--step", "3", "--store", store)
+    assert p.returncode == 0, p.stderr
+    assert (tmp_path / "api.json").read_bytes() == (tmp_path / "cli.json").read_bytes()
+    written = json.loads((tmp_path / "api.json").read_text())["traceEvents"]
+    assert result.events == len(written) and result.run_id == result.run_id.lower()
+    assert f"{len(written):,} events from run {result.run_id}, step 3" in p.stderr
+
+
+def test_views_are_built_once_per_store_and_reused(store, monkeypatch):
+    traceduck.open(store).close()
+    files = list((store / CACHE_DIR).glob(f"*/{VIEWS_FILE}"))
+    assert len(files) == 1
+    stamp = files[0].stat().st_mtime_ns
+
+    def no_sql_text(self):
+        raise AssertionError("views re-created from SQL text")
+
+    monkeypatch.setattr(Database, "_create_views", no_sql_text)
+    with traceduck.open(store) as db:
+        assert db.sql("SELECT count(*) FROM cpu_ops WHERE run_id IN (SELECT run_id FROM runs WHERE name = 'buggy')"
+                      ).fetchall() == [(sum(op_calls(BUGGY).values()),)]
+        doc, columns = db.describe("tensor_copies")
+        assert doc.startswith("Every tensor copy or cast op") and columns[0][:2] == ("run_id", "VARCHAR")
+    assert files[0].stat().st_mtime_ns == stamp
+
+
+def test_a_store_that_cannot_be_written_builds_the_views_in_memory(store, tmp_path, monkeypatch):
+    copy = tmp_path / "copy"
+    (copy / "runs").mkdir(parents=True)
+    for run in (store / "runs").iterdir():
+        os.symlink(run, copy / "runs" / run.name)
+
+    def read_only(self, run_id):
+        raise OSError(30, "Read-only file system")
+
+    monkeypatch.setattr(Store, "new_tmp_dir", read_only)
+    with traceduck.open(copy) as db:
+        assert db._cache is None
+        assert dict(db.report("top-ops", runs="fixed").select("name, calls").fetchall()) == op_calls(FIXED)
+    assert not (copy / CACHE_DIR).exists()
+
+
+def test_rule_tables_belong_to_each_session(store):
+    with traceduck.open(store) as db, traceduck.open(store) as other:
+        sites = "SELECT count(call_site) FROM call_sites"
+        ((before,),) = db.sql(sites).fetchall()
+        assert before > 0
+        db.sql("INSERT INTO call_site_rules VALUES ('%', 'every file')")
+        assert db.sql(sites).fetchall() == [(0,)]
+        assert db.report("top-ops", runs="buggy", group_by="call_site").select("count(call_site)").fetchall() == [(0,)]
+        assert other.sql(sites).fetchall() == [(before,)]
+
+
+def test_an_empty_store_reads_as_empty_tables_then_sees_new_runs(tmp_path):
+    path = tmp_path / "store"
+    Store(path, create=True)
+    with traceduck.open(path) as db:
+        assert db._cache is not None
+        assert db.sql("SELECT count(*) FROM events").fetchall() == [(0,)]
+        assert db.describe("events")[1][0][:2] == ("run_id", "VARCHAR")
+        traceduck.ingest(BUGGY, store=path)
+        assert db.sql("SELECT count(*) FROM events").fetchall() == [(len(events_of(BUGGY)),)]
+
+
+def test_a_cache_of_another_version_is_replaced(tmp_path, monkeypatch):
+    store = tmp_path / "store"
+    traceduck.ingest([BUGGY, FIXED], store=store)
+    traceduck.open(store).close()
+    (old,) = (store / CACHE_DIR).iterdir()
+    db_module.cache_key.cache_clear()
+    monkeypatch.setattr(db_module, "_CACHE_LAYOUT", "another")
+    try:
+        with traceduck.open(store) as db:
+            assert db.sql("SELECT count(*) FROM runs").fetchall() == [(2,)]
+        (new,) = (store / CACHE_DIR).iterdir()
+        assert new.name != old.name
+        assert os.listdir(store / "tmp") == []
+    finally:
+        db_module.cache_key.cache_clear()
+
+
+def test_progress_names_each_stage_and_ends_at_the_event_count(tmp_path):
+    seen = []
+    traceduck.ingest(BUGGY, store=tmp_path / "store", progress=lambda path, raw, events, stage: seen.append(
+        (path.name, raw, events, stage)))
+    stages = [stage for _name, _raw, _events, stage in seen]
+    assert stages[0] == "parsing"
+    assert stages[stages.index("sorting"):] == ["sorting", "nesting", "writing", "done"]
+    assert seen[-1] == ("buggy.json.gz", BUGGY.stat().st_size, len(events_of(BUGGY)), "done")
