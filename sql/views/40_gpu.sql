@@ -93,12 +93,12 @@ LEFT JOIN (SELECT run_id, event_id, name FROM events WHERE is_top_level_op) t
   ON t.run_id = w.run_id AND t.event_id = w.top_op_event_id
 LEFT JOIN call_sites cs ON cs.run_id = w.run_id AND cs.stack_id = w.stack_id;
 
--- Every GPU kernel (`kernel`, legacy `Kernel`, MTIA's `mtia_ccp_events`; every category of kind
--- kernel in `event_categories`, for CUDA, ROCm, XPU, PrivateUse1 and MTIA devices) with its launch, the CPU op behind it, the op's
--- Python call site, whether it came from a CUDA/HIP graph, and the profiler step of its launch
--- (GPU work often runs after its step's CPU window has ended). Kernels of one graph launch all
--- link to that launch and its op: which op inside the captured graph issued each kernel cannot be
--- known from the trace; profile without CUDA graphs to see it.
+-- Every GPU kernel (`kernel`, legacy `Kernel`, MTIA's `mtia_ccp_events`: the categories of kind
+-- kernel in `event_categories`, for CUDA, ROCm, XPU, PrivateUse1 and MTIA devices) with its
+-- launch, the CPU op behind it, the op's Python call site, whether it came from a CUDA/HIP graph,
+-- and the profiler step of its launch (GPU work often runs after its step's CPU window has ended).
+-- Kernels of one graph launch all link to that launch and its op: which op inside the captured
+-- graph issued each kernel cannot be known from the trace; profile without CUDA graphs to see it.
 -- @column run_id VARCHAR Run of the kernel.
 -- @column event_id BIGINT The kernel event.
 -- @column name VARCHAR Kernel name.
@@ -119,7 +119,8 @@ LEFT JOIN call_sites cs ON cs.run_id = w.run_id AND cs.stack_id = w.stack_id;
 CREATE OR REPLACE VIEW gpu_kernels AS
 SELECT * EXCLUDE (category) FROM gpu_work(['kernel']);
 
--- Every GPU memory copy (`gpu_memcpy`, legacy `Memcpy`: kind memcpy in `event_categories`) with its size, copy kind and launch.
+-- Every GPU memory copy (`gpu_memcpy`, legacy `Memcpy`: kind memcpy in `event_categories`) with
+-- its size, copy kind and launch.
 -- @column run_id VARCHAR Run of the copy.
 -- @column event_id BIGINT The copy event.
 -- @column name VARCHAR Event name, e.g. 'Memcpy HtoD (Pageable -> Device)'.
@@ -146,7 +147,8 @@ SELECT w.* EXCLUDE (category),
        nullif(regexp_extract(w.name, 'Memcpy (\w+)', 1), '') AS copy_kind
 FROM gpu_work(['memcpy']) w;
 
--- Every GPU memory set (`gpu_memset`, legacy `Memset`: kind memset in `event_categories`) with its size and launch.
+-- Every GPU memory set (`gpu_memset`, legacy `Memset`: kind memset in `event_categories`) with
+-- its size and launch.
 -- @column run_id VARCHAR Run of the set.
 -- @column event_id BIGINT The set event.
 -- @column name VARCHAR Event name, e.g. 'Memset (Device)'.
