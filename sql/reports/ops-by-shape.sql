@@ -28,4 +28,4 @@ SELECT o.run_id, r.name AS run_name, o.name, o.dims, o.call_site, count(*) AS ca
 FROM ops o JOIN runs r USING (run_id) JOIN totals t USING (run_id)
 WHERE $op = '' OR o.name = $op
 GROUP BY ALL
-ORDER BY o.run_id, self_dur_ns DESC
+ORDER BY o.run_id, self_dur_ns DESC, o.name, o.dims, o.call_site
