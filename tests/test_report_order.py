@@ -20,7 +20,7 @@ def td(*args):
 
 @pytest.fixture(scope="module")
 def samples(tmp_path_factory):
-    """The two samples, ingested fixed first so that ingest order is not name order."""
+    """The two samples, ingested fixed first: neither ingest order nor run id order is name order."""
     store = tmp_path_factory.mktemp("order") / "store"
     traceduck.ingest(SAMPLES / "fixed.json.gz", store=store, labels={"story": "kv"})
     traceduck.ingest(SAMPLES / "buggy.json.gz", store=store, labels={"story": "kv"})
@@ -64,7 +64,7 @@ def test_the_buggy_sample_has_the_whole_cache_cast_first(samples):
 def test_without_run_and_with_a_label_runs_go_by_name(samples):
     with traceduck.open(samples) as db:
         names = {r["run_id"]: r["name"] for r in db.runs()}
-        assert list(names.values()) == ["fixed", "buggy"]  # ingest order
+        assert [names[i] for i in sorted(names)] == ["fixed", "buggy"]  # run id order is not name order
         for runs in (None, ["label:story=kv"]):
             columns, rows = run_report(db, "steps", runs=runs)
             assert _runs_in_order([names[r[0]] for r in rows]) == ["buggy", "fixed"]
