@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import traceduck
-from traceduck.errors import InputError
+from traceduck.errors import InputError, JobSelectionError
 from traceduck.ingester import pipeline
 from traceduck.ingester.reader import NotParseable
 
@@ -155,8 +155,11 @@ def test_empty_runs_work_everywhere(tmp_path):
         for name, _kind, _doc in db.relations():
             db.sql(f"SELECT * FROM {name}").fetchall()
         for name in all_reports():
-            columns, rows = run_report(db, name)  # every run: the empty ones included
-            assert columns
+            try:
+                columns, _ = run_report(db, name)  # every run: the empty ones included
+                assert columns
+            except JobSelectionError:  # three unrelated runs are three jobs, which `ranks` refuses
+                assert name == "ranks"
             for empty_run in ("a", "b"):
                 run_report(db, name, runs=[empty_run])
             with traceduck.open(alone) as only:
