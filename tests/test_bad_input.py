@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import traceduck
-from traceduck.errors import InputError
+from traceduck.errors import InputError, JobSelectionError
 from traceduck.ingester import pipeline
 from traceduck.ingester.reader import NotParseable
 
@@ -156,7 +156,7 @@ def test_empty_runs_work_everywhere(tmp_path):
             db.sql(f"SELECT * FROM {name}").fetchall()
         for name, report in all_reports().items():
             if "one_job" in report.requires:  # three unrelated runs are not one job
-                with pytest.raises(traceduck.TraceduckError, match="needs the runs of one job"):
+                with pytest.raises(JobSelectionError, match="needs the runs of one job"):
                     run_report(db, name)
             else:
                 columns, rows = run_report(db, name)  # every run: the empty ones included
