@@ -192,8 +192,9 @@ def test_runs_written_in_another_layout_are_refused(store):
         pq.write_table(pq.read_table(f).drop_columns(["layout_version"]), f)
     q = td("report", "copies-by-call-site", "--store", store)
     assert q.returncode == 1
-    assert q.stderr.startswith(f"Error: cannot read the tables of {store} (")
-    assert q.stderr.endswith("The store may come from another traceduck version: re-ingest its traces with --force.\n")
+    assert q.stderr == (f"Error: 2 run(s) in {store} were written by another traceduck version (table layout 1, "
+                        f"this version reads layout {LAYOUT_VERSION}): 'buggy', 'fixed'. "
+                        "Re-ingest their traces with `traceduck ingest TRACE --force`.\n")
     assert td("ingest", BUGGY, FIXED, "--store", store, "--force", "-q").returncode == 0
     r = td("sql", "SELECT DISTINCT dtype FROM shapes WHERE dims = [16384, 1, 576] ORDER BY 1", "--store", store, "-f", "csv")
     assert r.returncode == 0 and r.stdout.split() == ["dtype", "bfloat16", "float8_e4m3fn"]

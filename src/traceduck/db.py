@@ -307,7 +307,7 @@ class Database:
     def _check_layout(self) -> None:
         """Refuse runs written in another table layout: their files read by column name, so an old
         run would give NULLs or old spellings (wrong answers) where it should give an error."""
-        # (when no run has the column at all, commenting on it has already failed with a re-ingest hint)
+        # A runs.parquet without the column (written before layouts had versions) reads as NULL: layout 1.
         old = self.con.execute("SELECT name, layout_version FROM runs WHERE layout_version IS DISTINCT FROM ? "
                                "ORDER BY name", [LAYOUT_VERSION]).fetchall()
         if old:
