@@ -124,6 +124,7 @@ def test_label_rename_rm_via_cli(store, ok, fails):
     assert [(r["name"], r["event_count"]) for r in runs_json(store)] == [("buggy", count_events(BUGGY))]
 
 
+@pytest.mark.slow
 def test_label_rename_rm_while_a_reader_queries(tmp_path):
     """Every look of a reader in another process sees each run whole: the same counts in every
     table, a name it was given (never none), and the removed run whole or not at all."""
@@ -337,6 +338,7 @@ def test_default_names_collide_with_runs_in_the_store(tmp_path, store, ok):
 # --- the shared traces, one directory --------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_every_shared_file_in_one_directory_ingest(shared_ingest):
     """Run count and names against an independent walk of the directory."""
     path, results = shared_ingest

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .db import Database
-from .errors import InputError, NotATrace, RunSelectionError, TraceduckError
+from .errors import InputError, NotATrace, TraceduckError
 from .store import Store
 
 if TYPE_CHECKING:  # the ingester (pyarrow, numpy) loads only when something is ingested
@@ -33,7 +33,8 @@ def _expand(paths: Iterable[str | os.PathLike]) -> list[tuple[Path, bool]]:
             found = []
             for root, dirs, names in os.walk(path):
                 dirs.sort()
-                found += [Path(root, n) for n in names if n.endswith(TRACE_SUFFIXES) and os.path.isfile(os.path.join(root, n))]
+                found += [Path(root, n) for n in names
+                          if n.endswith(TRACE_SUFFIXES) and os.path.isfile(os.path.join(root, n))]
             if not found:
                 raise InputError(f"{path}: no .json or .json.gz files in this directory or below")
             listed = [(f, True) for f in sorted(found, key=lambda f: f.relative_to(path).parts)]
@@ -153,8 +154,7 @@ def _raise_first(files: list[Path], results: dict[Path, IngestResult], errors: l
         first = errors[0][1]
         ingested = sum(not r.not_a_trace for r in results.values())
         raise (InputError if isinstance(first, NotATrace) else type(first))(
-            f"{len(errors)} of {len(files)} files failed ({ingested} ingested); first: {first.message}",
-                          first.hint)
+            f"{len(errors)} of {len(files)} files failed ({ingested} ingested); first: {first.message}", first.hint)
 
 
 def _ingest_many(files: list[Path], names: dict[Path, str | list[str]], taken: dict[str, set[str]], st: Store,
@@ -251,7 +251,8 @@ def rename(run: str, name: str, store: str | os.PathLike | None = None) -> tuple
     old: list[str] = []
 
     def change(row: dict) -> dict:
-        others = [r["run_id"] for r in st.run_rows(["run_id", "name"]) if r["name"] == name and r["run_id"] != run_id]
+        others = [r["run_id"] for r in st.run_rows(["run_id", "name"])
+                  if r["name"] == name and r["run_id"] != run_id]
         if others:
             raise InputError(f"run {others[0]} is already named {name!r}", "Give another name, or rename that run first")
         old.append(row["name"])
