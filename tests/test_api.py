@@ -104,7 +104,7 @@ def test_diff_is_a_relation_with_both_runs_calls(store):
         rel = db.diff("buggy", "fixed")
         rows = {key: (a_calls, b_calls, status) for key, a_calls, b_calls, status in
                 rel.select("key, a_calls, b_calls, status").fetchall()}
-        per_step = dict(db.diff("buggy", "fixed", per_step=True).select("key, a_calls").fetchall())
+        per_step = dict(db.diff("buggy", "fixed", per_step=True).select("key, a_calls_per_step").fetchall())
     assert {k: (x or 0, y or 0) for k, (x, y, _s) in rows.items()} == {k: (a[k], b[k]) for k in a | b}
     assert rows["aten::copy_"][2] == "faster"
     assert per_step["aten::copy_"] == a["aten::copy_"] / 3  # the samples have 3 profiler steps
@@ -134,7 +134,7 @@ def test_views_are_built_once_per_store_and_reused(store, monkeypatch):
         assert db.sql("SELECT count(*) FROM cpu_ops WHERE run_id IN (SELECT run_id FROM runs WHERE name = 'buggy')"
                       ).fetchall() == [(sum(op_calls(BUGGY).values()),)]
         doc, columns = db.describe("tensor_copies")
-        assert doc.startswith("Every tensor copy or cast op") and columns[0][:2] == ("run_id", "VARCHAR")
+        assert doc.startswith("Every tensor copy or cast") and columns[0][:2] == ("run_id", "VARCHAR")
     assert files[0].stat().st_mtime_ns == stamp
 
 
