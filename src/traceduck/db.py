@@ -370,7 +370,7 @@ class Database:
             stamp = _stamp(os.stat(path))
             cached = self._run_rows.get(run_id)
             if cached is None or cached[0] != stamp:
-                t = pq.read_table(path)
+                t = pq.ParquetFile(path).read()  # not read_table: its dataset layer loads pandas
                 cols = [t.column(f.name).cast(f.type) if f.name in t.column_names else pa.nulls(t.num_rows, f.type)
                         for f in schema]
                 cached = self._run_rows[run_id] = (stamp, pa.Table.from_arrays(cols, schema=schema))

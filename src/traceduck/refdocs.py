@@ -146,7 +146,7 @@ def python_api() -> list[tuple[str, object]]:
 
 PYTHON_FUNCTIONS = ["open", "ingest", "export"]
 DATABASE_METHODS = ["sql", "report", "diff", "export", "runs", "select_runs", "resolve_run", "relations", "describe",
-                    "cursor", "scoped", "fetch", "close"]
+                    "cursor", "scoped", "fetch", "stream", "close"]
 
 
 def signature(func: object) -> str:

@@ -16,7 +16,6 @@ from functools import cache
 from pathlib import Path
 
 import duckdb
-import pyarrow as pa
 
 from .dtypes import DTYPES, SCALAR_TYPE_CODES, SCALAR_TYPE_NAMES
 
@@ -126,20 +125,20 @@ STEP_CATEGORIES = categories(*STEP_MARKER_KINDS)
 KNOWN_CATEGORIES = tuple(c.name for c in EVENT_CATEGORIES)
 
 
-def event_category_rows() -> pa.Table:
-    """The event_categories table."""
+def event_category_rows() -> dict[str, list]:
+    """The event_categories table, by column."""
     cs = EVENT_CATEGORIES
-    return pa.table({
+    return {
         "category": [c.name for c in cs],
         "kind": [c.kind for c in cs],
         "is_device": [c.kind in DEVICE_KINDS for c in cs],
         "is_device_work": [c.kind in DEVICE_WORK_KINDS for c in cs],
         "is_runtime": [c.kind == "runtime" for c in cs],
         "is_op": [c.kind == "op" for c in cs],
-        "annotation_name_like": pa.array([c.annotation_name_like for c in cs], pa.string()),
+        "annotation_name_like": [c.annotation_name_like for c in cs],
         "is_step_marker": [c.kind in STEP_MARKER_KINDS for c in cs],
         "origin": [c.origin for c in cs],
-    })
+    }
 
 
 # Paths that are not the user's code. The profiler writes a file relative to the `sys.path` entry
@@ -177,8 +176,8 @@ COPY_OPS = [
 ]
 
 
-def dtype_rows() -> pa.Table:
-    """One row per Kineto type name, plus ScalarType codes that no type name maps to."""
+def dtype_rows() -> dict[str, list]:
+    """One row per Kineto type name, plus ScalarType codes that no type name maps to (by column)."""
     code_of = {name: code for code, (name, _size) in SCALAR_TYPE_CODES.items()}
     rows = []
     used = set()
@@ -189,19 +188,13 @@ def dtype_rows() -> pa.Table:
     for code, (name, size) in SCALAR_TYPE_CODES.items():
         if code not in used:
             rows.append((None, code, name, size, True))
-    cols = list(zip(*rows))
-    return pa.table({
-        "type_name": pa.array(cols[0], pa.string()),
-        "scalar_type": pa.array(cols[1], pa.int32()),
-        "torch_name": pa.array(cols[2], pa.string()),
-        "elem_bytes": pa.array(cols[3], pa.int32()),
-        "is_tensor": pa.array(cols[4], pa.bool_()),
-        "scalar_type_name": pa.array([SCALAR_TYPE_NAMES.get(c) for c in cols[1]], pa.string()),
-    })
+    cols = [list(c) for c in zip(*rows)]
+    return {"type_name": cols[0], "scalar_type": cols[1], "torch_name": cols[2], "elem_bytes": cols[3],
+            "is_tensor": cols[4], "scalar_type_name": [SCALAR_TYPE_NAMES.get(c) for c in cols[1]]}
 
 
 @cache
-def stdlib_function_rows() -> pa.Table:
+def stdlib_function_rows() -> dict[str, list]:
     """(file, function) for every function of the standard library, files relative to its directory."""
     files, names = [], []
     for line in STDLIB_FUNCTIONS.read_text().splitlines():
@@ -210,34 +203,29 @@ def stdlib_function_rows() -> pa.Table:
             for name in defined.split(" "):
                 files.append(file)
                 names.append(name)
-    return pa.table({"file": pa.array(files, pa.string()), "function": pa.array(names, pa.string())})
+    return {"file": files, "function": names}
 
 
 def fill(con: duckdb.DuckDBPyConnection, names: list[str] | None = None) -> None:
-    """Insert the rows of the reference tables (all, or these) into their empty tables on a connection."""
-    for table, rows in tables().items():
+    """Insert the rows of the reference tables (all, or these) into their empty tables on a connection.
+    The values go in as lists, one per column (DuckDB casts them to the table's types): no Arrow,
+    whose table constructor loads pandas, on the path of every query."""
+    for table, columns in tables().items():
         if names is None or table in names:
-            con.register("_reference_rows", rows)
-            con.execute(f"INSERT INTO {table} SELECT * FROM _reference_rows")
-            con.unregister("_reference_rows")
+            select = ", ".join(f'unnest(?) AS "{c}"' for c in columns)
+            con.execute(f"INSERT INTO {table} BY NAME SELECT {select}", list(columns.values()))
 
 
-def tables() -> dict[str, pa.Table]:
-    """Rows of each reference table, by table name."""
+def tables() -> dict[str, dict[str, list]]:
+    """Rows of each reference table, by table name: {column: values}."""
     rules = list(zip(*CALL_SITE_RULES))
     ops = list(zip(*COPY_OPS))
     return {
         "event_categories": event_category_rows(),
         "dtypes": dtype_rows(),
-        "call_site_rules": pa.table({"pattern": list(rules[0]), "reason": list(rules[1])}),
+        "call_site_rules": {"pattern": list(rules[0]), "reason": list(rules[1])},
         "stdlib_functions": stdlib_function_rows(),
-        "copy_ops": pa.table({
-            "name": list(ops[0]),
-            "source_input": pa.array(ops[1], pa.int32()),
-            "dest_input": pa.array(ops[2], pa.int32()),
-            "dtype_input": pa.array(ops[3], pa.int32()),
-            "has_dtype_arg": pa.array(ops[4], pa.bool_()),
-            "always_copies": pa.array(ops[5], pa.bool_()),
-            "writes_whole_dest": pa.array(ops[6], pa.bool_()),
-        }),
+        "copy_ops": {"name": list(ops[0]), "source_input": list(ops[1]), "dest_input": list(ops[2]),
+                     "dtype_input": list(ops[3]), "has_dtype_arg": list(ops[4]), "always_copies": list(ops[5]),
+                     "writes_whole_dest": list(ops[6])},
     }
