@@ -40,7 +40,11 @@ def test_declared_columns_match_what_duckdb_returns(db):
 
 
 def test_docs_reach_the_duckdb_catalog(db):
-    rows = db.con.execute("SELECT table_name, column_name, comment FROM duckdb_columns() WHERE NOT internal").fetchall()
+    # `_runs_rows` is plumbing under the documented view `runs` (filled by each connection; a comment
+    # there would cost every command its time)
+    rows = db.con.execute("SELECT table_name, column_name, comment FROM duckdb_columns() WHERE NOT internal "
+                          "AND table_name NOT LIKE '\\_%' ESCAPE '\\'").fetchall()
+    assert {t for t, _, _ in rows} >= {"runs", "events", "call_site_rules", "cpu_ops"}
     no_comment = [f"{t}.{c}" for t, c, comment in rows if not comment]
     assert no_comment == []
     views = db.con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal AND comment IS NULL").fetchall()

@@ -11,6 +11,7 @@ memory from the SQL text.
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import fnmatch
 import functools
 import hashlib
@@ -28,11 +29,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 import duckdb
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from . import reference
-from .catalog import Relation, arrow_schemas, documented_relations, schema_stamp, sql_dir, tables, view_files
+from .catalog import Relation, documented_relations, schema_stamp, sql_dir, tables, view_files
 from .errors import QueryError, RunSelectionError, StoreError, did_you_mean, with_suggestion
 from .store import LAYOUT_VERSION, Store
 
@@ -90,15 +89,18 @@ def _literal(text: str) -> str:
 CACHE_DIR = "cache"  # STORE/cache/<key>/: the view file and an empty Parquet file per table
 VIEWS_FILE = "views.duckdb"
 CACHE_ALIAS = "traceduck"  # the view file's name in DuckDB's catalog
-_CACHE_LAYOUT = "2"  # part of the key: change it when what the view file holds changes
+_CACHE_LAYOUT = "6"  # part of the key: change it when what the view file holds changes
 # Session variables the view file's tables read: the runs to cover, where runs live, and where the
 # empty files are (read_parquet needs at least one file; a store without runs reads those).
 _RUNS = "traceduck_runs"
 _RUNS_DIR = "traceduck_runs_dir"
 _EMPTY_DIR = "traceduck_empty_dir"
-# Tables each connection holds itself rather than the view file: the reference tables (a session may
-# change them) and `runs` (loaded in memory, see Database).
-_OWN_TABLES = ("runs",)
+# With the view file, `runs` is its view over this table, which each connection fills itself (see
+# Database). The reference tables are each connection's own (a session may change them), copied
+# from the view file's schema `seed`: a view of the file would read the file's own table of a name
+# before the connection's, so the file's `main` has none.
+_RUNS_ROWS = "_runs_rows"
+_SEED = "seed"
 
 
 def _files(table: str) -> str:
@@ -114,6 +116,11 @@ def _comments(rel: Relation, kind: str) -> list[str]:
     return out
 
 
+def _runs_rows_body() -> str:
+    """CREATE TABLE of the rows behind the view file's `runs`: the columns of the table `runs`."""
+    return tables()["runs"].body.strip().rstrip(";").replace("CREATE TABLE runs", f"CREATE TABLE {_RUNS_ROWS}", 1)
+
+
 def _reference_tables() -> list[Relation]:
     """The reference tables defined in sql/views (event categories, dtypes, call-site rules, ...)."""
     return [rel for _path, _text, relations in view_files() for rel in relations if rel.kind == "table"]
@@ -126,7 +133,10 @@ def cache_key() -> str:
 
     h = hashlib.sha256(f"{_CACHE_LAYOUT}\0{__version__}\0{duckdb.__version__}\0{LAYOUT_VERSION}\0".encode())
     root = sql_dir()
-    for path in [root / "tables.sql", *sorted((root / "views").glob("*.sql"))]:
+    here = Path(__file__).resolve().parent
+    # the reference rows (seed schema) come from these
+    sources = [here / "reference.py", here / "dtypes.py", reference.STDLIB_FUNCTIONS]
+    for path in [root / "tables.sql", *sorted((root / "views").glob("*.sql")), *sources]:
         h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()[:16]
 
@@ -161,19 +171,23 @@ def _write_view_cache(store: Store, target: Path) -> Path:
             con.execute(f"SET VARIABLE {_EMPTY_DIR} = ?", [str(tmp / "empty")])
             statements = []
             for rel in tables().values():
-                if rel.name in _OWN_TABLES:
-                    statements.append(rel.body.rstrip().rstrip(";"))
+                if rel.name == "runs":
+                    statements.append(_runs_rows_body())
+                    statements.append(f"CREATE VIEW runs AS SELECT * FROM {_RUNS_ROWS}")
                 else:
                     statements.append(f"CREATE VIEW {rel.name} AS SELECT * FROM read_parquet({_files(rel.name)}, "
                                       "union_by_name = true)")
-                    statements += _comments(rel, "VIEW")
+                statements += _comments(rel, "VIEW")
             con.execute(";\n".join(statements))
             for _path, text, relations in view_files():
                 con.execute(text)
                 con.execute(";\n".join(s for rel in relations for s in _comments(rel, rel.kind.upper())))
-            # The views read each connection's own copies of these tables.
-            con.execute(";\n".join(f"DROP TABLE {name}" for name in
-                                    [*_OWN_TABLES, *(rel.name for rel in _reference_tables())]))
+            refs = [rel.name for rel in _reference_tables()]
+            reference.fill(con, refs)
+            con.execute(";\n".join([f"CREATE SCHEMA {_SEED}"] + [f"CREATE TABLE {_SEED}.{n} AS FROM main.{n}" for n in refs]
+                                    + [f"DROP TABLE main.{n}" for n in [_RUNS_ROWS, *refs]]
+                                    + [f"SET schema = '{_SEED}'"]
+                                    + [s for rel in _reference_tables() for s in _comments(rel, "TABLE")]))
             con.execute("CHECKPOINT")
         finally:
             con.close()
@@ -217,8 +231,8 @@ class Database:
         self._kinds: dict[str, str] = {}  # table -> "VIEW" (over Parquet files) or "TABLE" (empty)
         self._current: set[str] = set()  # runs whose files have every column this version reads
         self._stamps: dict[str, tuple] = {}  # run -> identity of the runs.parquet its `runs` row came from
-        self._run_rows: dict[str, tuple] = {}  # run -> (identity, Arrow table of its runs row)
         self._mutex = threading.Lock()
+        self._runs_memo: tuple | None = None  # (the runs listed and their stamps, runs()) of the last runs()
         if not store.path.is_dir():
             raise StoreError(f"no store at {store.path}", "Run `traceduck ingest TRACE` first, or pass --store")
         if run_ids is not None:
@@ -245,8 +259,9 @@ class Database:
             return
         self._catalogs.append(CACHE_ALIAS)
         refs = _reference_tables()
-        self.con.execute(";\n".join([rel.body for rel in refs] + [s for rel in refs for s in _comments(rel, "TABLE")]))
-        reference.fill(self.con)
+        self.con.execute(";\n".join([rel.body.strip().rstrip(";") for rel in refs]
+                                     + [f"INSERT INTO {rel.name} FROM {CACHE_ALIAS}.{_SEED}.{rel.name}" for rel in refs]
+                                     + [s for rel in refs for s in _comments(rel, "TABLE")]))
         self._refresh(again=True)
 
     def _point(self, con: duckdb.DuckDBPyConnection, runs: list[str]) -> None:
@@ -277,9 +292,19 @@ class Database:
 
     def _create_tables(self, runs: list[str]) -> None:
         self._check_columns(runs)
+        if self._cache is not None:  # the view file's tables read the runs given to each connection (_point)
+            if runs:
+                self._load_runs(runs)
+            else:
+                self.con.execute(_runs_rows_body().replace("CREATE TABLE", "CREATE OR REPLACE TABLE", 1))
+                self._stamps = {}
+            self._kinds[_RUNS_ROWS] = "TABLE"
+            self._point(self.con, runs)
+            if runs:
+                self._check_layout()
+            self._listed = list(runs)
+            return
         for rel in tables().values():
-            if self._cache is not None and rel.name not in _OWN_TABLES:
-                continue  # the view file's table, over the runs given to each connection (_point)
             loaded = runs and rel.name == "runs" and not self._by_glob  # see the class docstring
             kind = "VIEW" if runs and not loaded else "TABLE"
             if self._kinds.get(rel.name, kind) != kind:
@@ -296,12 +321,12 @@ class Database:
                 )
             else:
                 self.con.execute(rel.body.replace("CREATE TABLE", "CREATE OR REPLACE TABLE", 1))
+                if rel.name == "runs":
+                    self._stamps = {}
             self._kinds[rel.name] = kind
             self._comment(rel, kind)
         if runs:
             self._check_layout()
-        if self._cache is not None:
-            self._point(self.con, runs)
         self._listed = list(runs)
 
     def _check_layout(self) -> None:
@@ -338,8 +363,9 @@ class Database:
         if stale:
             run, missing = stale[0]
             try:
-                source = pq.read_table(self.store.run_dir(run) / "runs.parquet", columns=["source_path"])[0][0].as_py()
-            except (OSError, KeyError, IndexError, pa.ArrowException):
+                source = self.con.execute("SELECT source_path FROM read_parquet(?)",
+                                          [str(self.store.run_dir(run) / "runs.parquet")]).fetchone()[0]
+            except (duckdb.Error, TypeError):
                 source = "TRACE"
             command = f"traceduck ingest {shlex.quote(source)} --store {shlex.quote(str(self.store.path))} --force"
             if len(stale) == 1:
@@ -351,39 +377,67 @@ class Database:
     def _missing_columns(self, run: str) -> str:
         """What the run's files lack of this version's tables, e.g. 'events lacks is_cpu_op', or ''."""
         out = []
-        for table, schema in arrow_schemas().items():
-            have = set(pq.read_schema(self.store.run_dir(run) / f"{table}.parquet").names)
-            lacking = [c for c in schema.names if c not in have]
+        for table, rel in tables().items():
+            path = self.store.run_dir(run) / f"{table}.parquet"
+            if not path.is_file():
+                raise FileNotFoundError(errno.ENOENT, "no such file", str(path))
+            try:
+                have = {name for (name,) in self.con.execute(
+                    "SELECT name FROM parquet_schema(?)", [str(path)]).fetchall()}
+            except duckdb.Error as e:
+                raise OSError(f"cannot read {path}: {_first_line(str(e))}") from None
+            lacking = [c.name for c in rel.columns if c.name not in have]
             if lacking:
                 out.append(f"{table} lacks {', '.join(lacking)}")
         return "; ".join(out)
-    def _load_runs(self, runs: list[str]) -> None:
-        """Fill the table `runs` with these runs' rows; a runs.parquet is read only when it changed
-        since last time (by identity: inode, mtime, size)."""
-        import pyarrow as pa
-        import pyarrow.parquet as pq
 
-        schema = _runs_schema()
-        parts = []
-        for run_id in runs:
-            path = self.store.run_dir(run_id) / "runs.parquet"
-            stamp = _stamp(os.stat(path))
-            cached = self._run_rows.get(run_id)
-            if cached is None or cached[0] != stamp:
-                t = pq.ParquetFile(path).read()  # not read_table: its dataset layer loads pandas
-                cols = [t.column(f.name).cast(f.type) if f.name in t.column_names else pa.nulls(t.num_rows, f.type)
-                        for f in schema]
-                cached = self._run_rows[run_id] = (stamp, pa.Table.from_arrays(cols, schema=schema))
-            parts.append(cached[1])
-        self.con.register("_runs_rows", pa.concat_tables(parts))
-        try:
-            self.con.execute("CREATE OR REPLACE TABLE runs AS SELECT * FROM _runs_rows")
-        finally:
-            self.con.unregister("_runs_rows")
-        self._comment(tables()["runs"], "TABLE")
-        self._stamps = {r: self._run_rows[r][0] for r in runs}
-        for gone in set(self._run_rows) - set(runs):
-            del self._run_rows[gone]
+    def _load_runs(self, runs: list[str]) -> None:
+        """Fill the table `runs` with these runs' rows, read again only where a runs.parquet changed
+        since last time (by identity: inode, mtime, size). DuckDB opens a file of a multi-file scan
+        more than once per query, so a file replaced meanwhile (a run relabelled or renamed) could
+        read as a mix of two files: a load is kept only when no file changed while it ran."""
+        table = tables()["runs"]
+        name, body = ("runs", table.body) if self._cache is None else (_RUNS_ROWS, _runs_rows_body())
+        columns = [c.name for c in table.columns]
+        fresh = not self._stamps or self._kinds.get(name) != "TABLE" or set(self._stamps) - set(runs)
+        changed = list(runs) if fresh else [r for r in runs if self._stamps.get(r) != self._stat_runs_file(r)]
+        if not changed:
+            return
+        for attempt in range(LOST_FILE_RETRIES + 1):
+            before = {r: self._stat_runs_file(r) for r in changed}
+            paths = [str(self.store.run_dir(r) / "runs.parquet") for r in changed]
+            self.con.execute("BEGIN")
+            try:
+                have = {name for (name,) in self.con.execute(
+                    "SELECT column_name FROM (DESCRIBE SELECT * FROM read_parquet(?, union_by_name = true))",
+                    [paths]).fetchall()}
+                names = ", ".join(f'"{c}"' for c in columns if c in have)
+                if fresh:
+                    self.con.execute(body.replace("CREATE TABLE", "CREATE OR REPLACE TABLE", 1))
+                else:
+                    self.con.execute(f"DELETE FROM {name} WHERE list_contains(?, run_id)", [changed])
+                self.con.execute(f"INSERT INTO {name} ({names}) SELECT {names} FROM read_parquet(?, union_by_name = true)",
+                                 [paths])
+                steady = before == {r: self._stat_runs_file(r) for r in changed}
+            except BaseException as e:
+                self.con.execute("ROLLBACK")
+                if attempt == LOST_FILE_RETRIES or not isinstance(e, duckdb.Error) or not self._lost_file(e):
+                    raise
+            else:
+                if steady:
+                    self.con.execute("COMMIT")
+                    break
+                self.con.execute("ROLLBACK")
+                if attempt == LOST_FILE_RETRIES:
+                    raise StoreError(f"the runs of {self.store.path} kept changing while being read",
+                                     "Try again once `traceduck label`/`rename` commands have finished")
+            time.sleep(0.01 * (attempt + 1))
+        if fresh and self._cache is None:
+            self._comment(table, "TABLE")
+        self._stamps = {r: before.get(r, self._stamps.get(r)) for r in runs}
+
+    def _stat_runs_file(self, run: str) -> tuple[int, int, int]:
+        return _stamp(os.stat(self.store.run_dir(run) / "runs.parquet"))
 
     def _refresh(self, again: bool = False) -> None:
         """List the published runs anew; re-point the tables when the list changed (or `again`),
@@ -424,9 +478,7 @@ class Database:
         return type(e) is duckdb.Error
 
     def _comment(self, rel: Relation, kind: str) -> None:
-        self.con.execute(f"COMMENT ON {kind} {rel.name} IS {_literal(rel.doc)}")
-        for col in rel.columns:
-            self.con.execute(f"COMMENT ON COLUMN {rel.name}.{col.name} IS {_literal(col.doc)}")
+        self.con.execute(";\n".join(_comments(rel, kind)))
 
     def cursor(self, run_ids: list[str] | None = None) -> duckdb.DuckDBPyConnection:
         """A DuckDB connection of its own (temp tables, settings) over the runs published now, or over
@@ -548,23 +600,36 @@ class Database:
                                     with_suggestion("Run `traceduck schema` to list them", name, known))
         rows = self.con.execute(
             "SELECT column_name, data_type, coalesce(comment, '') FROM duckdb_columns() "
-            "WHERE table_name = ? AND schema_name = 'main' AND list_contains(?, database_name) ORDER BY column_index",
-            [name, self._catalogs]).fetchall()
+            "WHERE table_name = $name AND schema_name = 'main' AND database_name = "
+            "(SELECT database_name FROM duckdb_columns() WHERE table_name = $name AND schema_name = 'main' "
+            "AND list_contains($catalogs, database_name) ORDER BY list_position($catalogs, database_name) LIMIT 1) "
+            "ORDER BY column_index", {"name": name, "catalogs": self._catalogs}).fetchall()
         return self._catalog_comment(name) or "", [tuple(r) for r in rows]
 
     def _catalog_comment(self, name: str) -> str | None:
+        """The comment of a table or view, from the first catalog that has it (a session's own copy
+        of a reference table comes before the view file's)."""
         row = self.con.execute(
-            "SELECT comment FROM duckdb_views() WHERE view_name = $name AND schema_name = 'main' "
-            "AND list_contains($catalogs, database_name) UNION ALL SELECT comment FROM duckdb_tables() "
-            "WHERE table_name = $name AND schema_name = 'main' AND list_contains($catalogs, database_name)",
+            "SELECT comment FROM (SELECT comment, database_name FROM duckdb_views() WHERE view_name = $name "
+            "AND schema_name = 'main' UNION ALL SELECT comment, database_name FROM duckdb_tables() "
+            "WHERE table_name = $name AND schema_name = 'main') WHERE list_contains($catalogs, database_name) "
+            "ORDER BY list_position($catalogs, database_name) LIMIT 1",
             {"name": name, "catalogs": self._catalogs}).fetchall()
         return row[0][0] if row else None
 
     def runs(self) -> list[dict]:
         """Every run in the store, by name (then run id)."""
+        if self._cache is not None:  # `runs` is then the view file's view over rows only _load_runs writes
+            self._refresh()
+            key = (tuple(self._listed or ()), tuple(sorted(self._stamps.items())))
+            if self._runs_memo is not None and self._runs_memo[0] == key:
+                return [dict(r) for r in self._runs_memo[1]]
         rel = self.sql("SELECT * FROM runs ORDER BY name, run_id")
         cols = rel.columns
-        return [dict(zip(cols, row)) for row in rel.fetchall()]
+        out = [dict(zip(cols, row)) for row in rel.fetchall()]
+        if self._cache is not None:
+            self._runs_memo = (key, [dict(r) for r in out])
+        return out
 
     def select_runs(self, selection: str) -> list[str]:
         """Run ids for a selection, one of: a run id, a unique run id prefix, a run name, a
@@ -736,13 +801,6 @@ def _plain(runs: list[dict], among: list[dict], term: str) -> list[dict]:
         raise RunSelectionError(f"{term!r} matches {len(matches)} runs: {listed}",
                                 "Use a run id or a longer run id prefix")
     return matches
-
-
-@functools.lru_cache(maxsize=1)
-def _runs_schema():
-    from .catalog import arrow_schemas
-
-    return arrow_schemas()["runs"]
 
 
 def _stamp(st: os.stat_result) -> tuple[int, int, int]:
