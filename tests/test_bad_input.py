@@ -139,6 +139,7 @@ def test_lenient_variant_on_both_readers(variant: Variant, path: str, base_store
     assert dict(warnings) == ({**base_warnings, **variant.warnings} if variant.objects else variant.warnings)
 
 
+@pytest.mark.slow  # every view and report, twice
 def test_empty_runs_work_everywhere(tmp_path):
     """A store holding runs with no events answers every view and report; next to a real run,
     the real run's rows are the same as in a store without the empty runs."""

@@ -141,6 +141,7 @@ def expected_collectives(rel: str):
     return rows, per_device
 
 
+@pytest.mark.slow  # every shared trace
 @pytest.mark.parametrize("rel", shared_trace_files())
 def test_collectives_match_json_and_gpu_utilization(shared_store, rel):
     """Every communication kernel is a collective (named by its arg, else its kernel name), and the
@@ -168,6 +169,7 @@ def test_collectives_match_json_and_gpu_utilization(shared_store, rel):
     assert {r["run_comm_busy_ns"] for r in rows} <= {comm_ns}
 
 
+@pytest.mark.slow  # the store of every shared trace
 def test_collectives_when_only_some_kernels_carry_the_arg(shared_store):
     """b200 eager: one all-gather kernel has `Collective name`, 73 symmetric-memory all-reduce
     kernels do not; all are in the report and the totals add up to gpu-utilization's."""

@@ -177,6 +177,7 @@ CHANGED_CALL_SITES = {
 }
 
 
+@pytest.mark.slow  # every shared trace
 @pytest.mark.parametrize("rel", shared_trace_files())
 def test_call_sites_follow_the_path_rule_on_shared_traces(shared_store, rel):
     """The call site of every stack is the innermost frame the rule (spelled out here) calls the
