@@ -127,10 +127,14 @@ def expected_collectives(rel: str):
             continue
         if "Collective name" in args:
             dtype, size = ARG_DTYPE[args["dtype"]]
-            key = ("gpu" if is_kernel else "cpu", ARG_FAMILY[args["Collective name"]], args["Collective name"], "args", dtype)
+            family = ARG_FAMILY[args["Collective name"]]
             nelems = args.get("In msg nelems")
+            # nccl-tests' message: the gathered output for allgather, the input otherwise
+            msg = args.get("Out msg nelems" if family == "allgather" else "In msg nelems")
+            key = ("gpu" if is_kernel else "cpu", family, args["Collective name"], "args", dtype,
+                   None if msg is None else msg * size)
         else:
-            key = ("gpu", kernel[0], None, "kernel_name", kernel[1])
+            key = ("gpu", kernel[0], None, "kernel_name", kernel[1], None)
             nelems = size = None
         row = rows[key]
         row["calls"] += 1
@@ -155,7 +159,7 @@ def test_collectives_match_json_and_gpu_utilization(shared_store, rel):
         ucols, urows = run_report(scoped, "gpu-utilization")
         util = [dict(zip(ucols, r)) for r in urows]
         scoped.close()
-    got = {(r["side"], r["collective"], r["collective_arg"], r["source"], r["dtype"]): r for r in rows}
+    got = {(r["side"], r["collective"], r["collective_arg"], r["source"], r["dtype"], r["msg_bytes"]): r for r in rows}
     assert set(got) == set(expected)
     for key, want in expected.items():
         r = got[key]

@@ -17,8 +17,9 @@ from traceduck.reports import all_reports, run_report
 from conftest import SAMPLES, load_json, shared_dir, shared_trace_files, trace_events
 
 REPORTS = sorted(all_reports())
-EXPECTED_REPORTS = ["collectives", "copies-by-call-site", "cuda-graphs", "gpu-utilization", "launch-overhead", "memory",
-                    "ops-by-shape", "overview", "ranks", "steps", "time-by-call-site", "top-kernels", "top-ops"]
+EXPECTED_REPORTS = ["collectives", "comm-overlap", "copies-by-call-site", "cuda-graphs", "gpu-utilization", "idle",
+                    "launch-overhead", "memory", "ops-by-shape", "overview", "ranks", "steps", "sync", "time-by-call-site",
+                    "top-kernels", "top-ops"]
 
 
 def ns(v) -> int:
@@ -322,11 +323,12 @@ def test_collectives(gpu_store):
     for r in rows:  # a row per dtype too
         got[(r["side"], r["collective"])] += r["calls"]
     assert got == calls
-    allreduce = next(r for r in rows if (r["side"], r["collective"]) == ("gpu", "allreduce"))
+    allreduce = [r for r in rows if (r["side"], r["collective"]) == ("gpu", "allreduce")]  # a row per message size
     sizes = [e["args"]["In msg nelems"] for e in events if e.get("cat") == "kernel" and e.get("args", {}).get("Collective name") == "allreduce"]
-    assert allreduce["max_in_nelems"] == max(sizes) and allreduce["total_bytes"] == 4 * sum(sizes)  # Float
+    assert {r["msg_bytes"]: r["calls"] for r in allreduce} == {4 * n: sizes.count(n) for n in sizes}  # Float
+    assert max(r["max_in_nelems"] for r in allreduce) == max(sizes) and sum(r["total_bytes"] for r in allreduce) == 4 * sum(sizes)
     raw = {e["args"]["dtype"] for e in events if e.get("args", {}).get("Collective name") == "allreduce"}
-    assert raw == {"Float"} and allreduce["dtype"] == "float32"  # c10's name in the trace, torch's in the report
+    assert raw == {"Float"} and {r["dtype"] for r in allreduce} == {"float32"}  # c10's name in the trace, torch's in the report
 
 
 def test_report_cli(cpu_store):

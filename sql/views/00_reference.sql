@@ -14,6 +14,15 @@ CREATE OR REPLACE MACRO step_number(name) AS TRY_CAST(regexp_extract(name, '^Pro
 -- table once per row.
 CREATE OR REPLACE MACRO is_launch_call_name(name) AS regexp_matches(name, '(?i)(launch|memcpy|memset|usm(enqueue)?fill)|^runFunction\b');
 
+-- True for a runtime/driver call that blocks the calling CPU thread until device work is done:
+-- stream, device, event and context synchronization (cudaStreamSynchronize,
+-- cudaDeviceSynchronize, cudaEventSynchronize, cuCtxSynchronize, hip* alike, MTIA's synchronize
+-- and synchronizeStream) and synchronous copies (cudaMemcpy, cudaMemcpy2D/3D, cudaMemcpyPeer,
+-- cudaMemcpyToSymbol/FromSymbol, hipMemcpy, hipMemcpyWithStream; not the *Async ones: those return
+-- at once). torch's .item(), .cpu(), .tolist() and non_blocking=False copies end in one of these.
+CREATE OR REPLACE MACRO is_sync_call_name(name) AS regexp_matches(name,
+  '^((cuda|hip)(Stream|Device|Event|Ctx|Thread)?Synchronize|cu(Ctx|Stream|Event)Synchronize|(cuda|hip)Memcpy(2D|3D|Peer|WithStream|ToSymbol|FromSymbol)?|synchronize(Stream)?)$');
+
 -- True for the launch of a captured CUDA/HIP graph (one call, many kernels).
 CREATE OR REPLACE MACRO is_graph_launch_name(name) AS regexp_matches(name, 'GraphLaunch');
 

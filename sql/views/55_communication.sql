@@ -59,6 +59,19 @@ CREATE OR REPLACE MACRO kernel_collective_dtype(kernel_name) AS
        THEN nccl_type_name(regexp_extract(kernel_name, '_(?:PreMulSum|SumPostDiv|Sum|Prod|MinMax|Max|Min|Avg)_(\w+)', 1))
   END;
 
+-- NCCL's bus bandwidth factor (nccl-tests' PERFORMANCE.md): the share of a collective's message
+-- that crosses the slowest link per rank, so that bus bandwidth (algorithm bandwidth x factor)
+-- compares with the hardware's peak whatever the collective and the number of ranks `n`:
+-- allreduce 2(n-1)/n; allgather, reducescatter, alltoall (n-1)/n; broadcast, reduce, sendrecv,
+-- send, recv 1. NULL for other collectives (barrier, wait, gather, scatter, unknown) and when n is
+-- unknown or below 1.
+CREATE OR REPLACE MACRO busbw_factor(collective, n) AS
+  CASE WHEN n IS NULL OR n < 1 THEN NULL
+       WHEN collective = 'allreduce' THEN 2.0 * (n - 1) / n
+       WHEN collective IN ('allgather', 'reducescatter', 'alltoall') THEN (n - 1)::DOUBLE / n
+       WHEN collective IN ('broadcast', 'reduce', 'sendrecv', 'send', 'recv') THEN 1.0
+  END;
+
 -- Every distinct kernel name of the store that the communication rule (`kernel_collective`)
 -- counts as communication, with its collective and element type. The rule runs once per distinct
 -- name here (hundreds), not once per kernel (millions): `activity` and `collectives` join this.
@@ -94,6 +107,7 @@ HAVING kernel_collective(any_value(name)) IS NOT NULL;
 -- @column in_nelems BIGINT Input message size, elements (`In msg nelems`); NULL when unknown.
 -- @column out_nelems BIGINT Output message size, elements (`Out msg nelems`); NULL when unknown.
 -- @column in_bytes BIGINT Input message size, bytes (in_nelems x element size); NULL when unknown.
+-- @column out_bytes BIGINT Output message size, bytes (out_nelems x element size); NULL when unknown.
 -- @column group_size BIGINT Ranks in the process group (`Group size`); NULL when unknown.
 -- @column process_group VARCHAR Process group name (`Process Group Name`); NULL when unknown.
 CREATE OR REPLACE VIEW collectives AS
@@ -127,7 +141,8 @@ SELECT ev.run_id, ev.event_id, ev.side, ev.name, ev.device, ev.stream, ev.ts_ns,
        a.collective_arg,
        CASE WHEN a.collective_arg IS NOT NULL THEN 'args' ELSE 'kernel_name' END AS source,
        CASE WHEN a.collective_arg IS NOT NULL THEN coalesce(d.torch_name, a.dtype_arg) ELSE ev.kernel_dtype END AS dtype,
-       a.in_nelems, a.out_nelems, (a.in_nelems * d.elem_bytes)::BIGINT AS in_bytes, a.group_size, a.process_group
+       a.in_nelems, a.out_nelems, (a.in_nelems * d.elem_bytes)::BIGINT AS in_bytes,
+       (a.out_nelems * d.elem_bytes)::BIGINT AS out_bytes, a.group_size, a.process_group
 FROM ev
 LEFT JOIN a ON a.run_id = ev.run_id AND a.event_id = ev.event_id
 LEFT JOIN d ON d.scalar_type_name = a.dtype_arg AND a.collective_arg IS NOT NULL;

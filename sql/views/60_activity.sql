@@ -10,14 +10,16 @@
 -- @column event_id BIGINT The event.
 -- @column ts_ns BIGINT Start, ns.
 -- @column end_ns BIGINT End, ns.
+-- @column has_launch BOOLEAN GPU work: true when the runtime call that launched it is in the trace (linked by correlation); NULL on the CPU lane.
 CREATE OR REPLACE VIEW activity AS
-SELECT run_id, 'cpu' AS lane, NULL::BIGINT AS device, 'cpu_op' AS kind, step, event_id, ts_ns, ts_ns + dur_ns AS end_ns
+SELECT run_id, 'cpu' AS lane, NULL::BIGINT AS device, 'cpu_op' AS kind, step, event_id, ts_ns, ts_ns + dur_ns AS end_ns,
+       NULL::BOOLEAN AS has_launch
 FROM events WHERE is_top_level_op  -- the rows of cpu_ops WHERE is_top_level
 UNION ALL
 SELECT run_id, 'gpu:' || coalesce(device::VARCHAR, '?'), device,
        CASE WHEN work_kind IN ('memcpy', 'memset') THEN work_kind
             WHEN name IN (SELECT name FROM communication_kernel_names) THEN 'communication' ELSE 'compute' END,
-       step, event_id, ts_ns, ts_ns + dur_ns
+       step, event_id, ts_ns, ts_ns + dur_ns, launch_event_id IS NOT NULL
 FROM device_work(['kernel', 'memcpy', 'memset']);
 
 -- Busy time by interval union (overlapping intervals counted once) of the `activity` rows whose
@@ -41,34 +43,45 @@ WITH iv AS (
 SELECT run_id, lane, step, kind, sum(e - s)::BIGINT AS busy_ns, min(s) AS first_ns, max(e) AS last_ns
 FROM merged GROUP BY run_id, lane, step, kind;
 
--- GPU time per run and device lane in one pass over the lane's `activity` rows: every start counts
--- +1 and every end -1 for its kind; in time order, a running count per kind tells what runs in each
--- stretch between two edges. busy_ns (anything running) equals busy_time's interval union; the
--- per-kind times are each kind's union; exposed_communication_ns is communication with no compute
--- running (TraceLens's exposed_comm_time); first_ns/last_ns bound the device's own window (first
--- start to last end of its GPU work), the window HTA and TraceLens measure idle time in.
-CREATE OR REPLACE MACRO gpu_time() AS TABLE
+-- GPU time per run and device lane (and per profiler step when by_step is true, else step is
+-- NULL; GPU work belongs to the step of its launch, so work without a launch in the trace is left
+-- out of the steps) in one pass over the lane's `activity` rows: every start counts +1 and every
+-- end -1 for its kind; in time order, a running count per kind tells what runs in each stretch
+-- between two edges. busy_ns (anything running) equals busy_time's interval union; the per-kind
+-- times are each kind's union; communication_overlap_ns is communication while compute runs
+-- (HTA's get_comm_comp_overlap numerator), exposed_communication_ns communication with no compute
+-- running (TraceLens's exposed_comm_time); memcpy_overlap_ns is memcpy while compute runs,
+-- exposed_memcpy_ns memcpy with neither compute nor communication running (TraceLens's
+-- exposed_memcpy_time); first_ns/last_ns bound the device's own window (first start to last end of
+-- its GPU work), the window HTA and TraceLens measure idle time in. linked_only keeps only GPU work
+-- whose launching call is in the trace (`activity.has_launch`).
+CREATE OR REPLACE MACRO gpu_time(by_step := false, linked_only := false) AS TABLE
 WITH iv AS (
-  SELECT run_id, lane, kind, ts_ns, end_ns FROM activity WHERE lane <> 'cpu' AND end_ns >= ts_ns
+  SELECT run_id, lane, CASE WHEN by_step THEN step END AS step, kind, ts_ns, end_ns
+  FROM activity
+  WHERE lane <> 'cpu' AND end_ns >= ts_ns AND (NOT by_step OR step IS NOT NULL) AND (NOT linked_only OR has_launch)
 ), edges AS (
-  SELECT run_id, lane, kind, ts_ns AS t, 1 AS d FROM iv
+  SELECT run_id, lane, step, kind, ts_ns AS t, 1 AS d FROM iv
   UNION ALL
-  SELECT run_id, lane, kind, end_ns, -1 FROM iv
+  SELECT run_id, lane, step, kind, end_ns, -1 FROM iv
 ), swept AS (
   -- one sort serves every running count; at equal times only the last edge's stretch is non-empty
-  SELECT run_id, lane, t, lead(t) OVER w - t AS len, sum(d) OVER w AS n_all,
+  SELECT run_id, lane, step, t, lead(t) OVER w - t AS len, sum(d) OVER w AS n_all,
          sum(CASE WHEN kind = 'compute' THEN d ELSE 0 END) OVER w AS n_compute,
          sum(CASE WHEN kind = 'communication' THEN d ELSE 0 END) OVER w AS n_communication,
          sum(CASE WHEN kind = 'memcpy' THEN d ELSE 0 END) OVER w AS n_memcpy,
          sum(CASE WHEN kind = 'memset' THEN d ELSE 0 END) OVER w AS n_memset
-  FROM edges WINDOW w AS (PARTITION BY run_id, lane ORDER BY t, d ROWS UNBOUNDED PRECEDING)
+  FROM edges WINDOW w AS (PARTITION BY run_id, lane, step ORDER BY t, d ROWS UNBOUNDED PRECEDING)
 )
-SELECT run_id, lane, TRY_CAST(substr(lane, 5) AS BIGINT) AS device,
+SELECT run_id, lane, TRY_CAST(substr(lane, 5) AS BIGINT) AS device, step,
        coalesce(sum(len) FILTER (WHERE n_all > 0), 0)::BIGINT AS busy_ns,
        coalesce(sum(len) FILTER (WHERE n_compute > 0), 0)::BIGINT AS compute_ns,
        coalesce(sum(len) FILTER (WHERE n_communication > 0), 0)::BIGINT AS communication_ns,
        coalesce(sum(len) FILTER (WHERE n_memcpy > 0), 0)::BIGINT AS memcpy_ns,
        coalesce(sum(len) FILTER (WHERE n_memset > 0), 0)::BIGINT AS memset_ns,
+       coalesce(sum(len) FILTER (WHERE n_communication > 0 AND n_compute > 0), 0)::BIGINT AS communication_overlap_ns,
        coalesce(sum(len) FILTER (WHERE n_communication > 0 AND n_compute = 0), 0)::BIGINT AS exposed_communication_ns,
+       coalesce(sum(len) FILTER (WHERE n_memcpy > 0 AND n_compute > 0), 0)::BIGINT AS memcpy_overlap_ns,
+       coalesce(sum(len) FILTER (WHERE n_memcpy > 0 AND n_compute = 0 AND n_communication = 0), 0)::BIGINT AS exposed_memcpy_ns,
        min(t) AS first_ns, max(t) AS last_ns
-FROM swept GROUP BY run_id, lane;
+FROM swept GROUP BY run_id, lane, step;
