@@ -8,8 +8,8 @@
 -- column: collective_arg VARCHAR -- the `Collective name` arg as written (e.g. `_allgather_base`); NULL when derived from the kernel name
 -- column: source VARCHAR -- where collective and dtype come from: 'args' or 'kernel_name'
 -- column: dtype VARCHAR -- element type, torch name (float32, bfloat16, ...); NULL when unknown (kernels that only move bytes)
--- column: msg_bytes BIGINT -- message size of each call, bytes: output bytes for allgather, input bytes otherwise (nccl-tests' size); NULL when unknown
--- column: group_size BIGINT -- ranks taking part, the n of busbw_factor: the `Group size` arg PyTorch writes, else the run's world size (distributedInfo); NULL when unknown
+-- column: msg_bytes BIGINT -- message size of each call, bytes (collectives.msg_bytes): output bytes for allgather, input bytes otherwise (nccl-tests' size); NULL when unknown
+-- column: group_size BIGINT -- ranks taking part, the n of busbw_factor (collectives.n_ranks): the `Group size` arg PyTorch writes, else the run's world size (distributedInfo); NULL when unknown
 -- column: calls BIGINT -- number of collective events
 -- column: avg_in_nelems BIGINT -- average input message size, elements; NULL when unknown
 -- column: max_in_nelems BIGINT -- largest input message, elements; NULL when unknown
@@ -20,31 +20,22 @@
 -- column: busbw_gb_s DOUBLE -- bus bandwidth: algbw_gb_s x busbw_factor(collective, group_size) (allreduce 2(n-1)/n; allgather, reducescatter, alltoall (n-1)/n; broadcast, reduce, sendrecv 1), GB/s; NULL when group size, message size or factor is unknown
 -- column: slowest_rank BIGINT -- GPU rows: of the selected runs of this run's job (view run_jobs) that have the same collective, arg, dtype and message size, the rank with the longest average time per call (lowest bandwidth; lowest rank on a tie); NULL when the job has no other such run
 -- column: run_comm_busy_ns BIGINT -- the run's GPU communication time: all its collective kernels by interval union per device, summed over devices (= gpu-utilization's communication_ns summed over the run's devices), ns; the same on every row of the run
-WITH c AS (
-  SELECT c.*, CASE WHEN c.collective = 'allgather' THEN c.out_bytes ELSE c.in_bytes END AS msg_bytes,
-         coalesce(c.group_size, r.world_size) AS n
-  FROM collectives c JOIN runs r USING (run_id) WHERE c.run_id IN (SELECT run_id FROM report_runs)
-), busy AS (
+WITH busy AS (
   SELECT run_id, sum(busy_ns)::BIGINT AS busy_ns FROM busy_time(['communication'], false)
   WHERE lane LIKE 'gpu:%' AND run_id IN (SELECT run_id FROM report_runs) GROUP BY run_id
 ), g AS (
-  SELECT c.run_id, r.name AS run_name, r.rank, j.job_id, c.side, c.collective, c.collective_arg, c.source, c.dtype, c.msg_bytes,
-         c.n AS group_size, count(*) AS calls,
-         avg(c.in_nelems)::BIGINT AS avg_in_nelems, max(c.in_nelems) AS max_in_nelems,
-         sum(c.in_bytes)::BIGINT AS total_bytes, sum(c.dur_ns)::BIGINT AS total_dur_ns,
-         avg(c.dur_ns)::BIGINT AS avg_dur_ns, coalesce(any_value(b.busy_ns), 0) AS run_comm_busy_ns
-  FROM c JOIN runs r USING (run_id) JOIN run_jobs j USING (run_id) LEFT JOIN busy b USING (run_id)
-  GROUP BY c.run_id, r.name, r.rank, j.job_id, c.side, c.collective, c.collective_arg, c.source, c.dtype, c.msg_bytes, c.n
+  SELECT c.*, r.name AS run_name, r.rank, j.job_id, coalesce(b.busy_ns, 0) AS run_comm_busy_ns
+  FROM collective_bandwidth((SELECT list(run_id) FROM report_runs)) c
+  JOIN runs r USING (run_id) JOIN run_jobs j USING (run_id) LEFT JOIN busy b USING (run_id)
 ), bw AS (
-  SELECT *, CASE WHEN side = 'gpu' AND total_dur_ns > 0 THEN msg_bytes * calls / total_dur_ns END AS algbw_gb_s,
-         CASE WHEN side = 'gpu' THEN count(*) OVER same > 1 END AS has_peers,
+  SELECT *, CASE WHEN side = 'gpu' THEN count(*) OVER same > 1 END AS has_peers,
          CASE WHEN side = 'gpu' THEN first_value(rank) OVER (same ORDER BY avg_dur_ns DESC, rank NULLS LAST) END AS slowest
   FROM g
   WINDOW same AS (PARTITION BY job_id, side, collective, collective_arg, source, dtype, msg_bytes)
 )
-SELECT run_id, run_name, rank, side, collective, collective_arg, source, dtype, msg_bytes, group_size, calls,
+SELECT run_id, run_name, rank, side, collective, collective_arg, source, dtype, msg_bytes, n_ranks AS group_size, calls,
        avg_in_nelems, max_in_nelems, total_bytes, total_dur_ns, avg_dur_ns,
-       round(algbw_gb_s, 3) AS algbw_gb_s, round(algbw_gb_s * busbw_factor(collective, group_size), 3) AS busbw_gb_s,
+       round(algbw_gb_s, 3) AS algbw_gb_s, round(busbw_gb_s, 3) AS busbw_gb_s,
        CASE WHEN has_peers THEN slowest END AS slowest_rank, run_comm_busy_ns
 FROM bw
 ORDER BY run_id, side DESC, total_dur_ns DESC, collective, collective_arg, dtype, msg_bytes

@@ -1,5 +1,5 @@
 -- title: Overview: the first report to run
--- description: Per run: step time, CPU and GPU totals, findings in plain words ranked by the time at stake, top 5 ops by self time, top 5 kernels, the largest copy/cast group, and warnings about the data (ingest oddities, overlapping annotations, CUDA graphs).
+-- description: Per run: step time, CPU and GPU totals, findings in plain words ranked by the time at stake (distributed ones too: exposed communication, the straggler of a job, the lowest collective bus bandwidth), top 5 ops by self time, top 5 kernels, the largest copy/cast group, and warnings about the data (ingest oddities, overlapping annotations, CUDA graphs).
 -- column: run_id VARCHAR -- the run
 -- column: run_name VARCHAR -- name of the run
 -- column: section VARCHAR -- run, finding, top op, top kernel, top copy, or warning (in that order)
@@ -8,8 +8,8 @@
 -- column: value DOUBLE -- the measure, in `unit`
 -- column: unit VARCHAR -- unit of value: ms, count, MB, %, ...
 -- column: pct DOUBLE -- share of the run's CPU self time (ops), kernel time (kernels) or copy bytes (copies), percent; for findings, the share behind the finding
--- column: time_ns BIGINT -- the time the row is about, ns: the average step, a run total, an op's self time, a kernel's or copy group's time; for a finding, the time at stake over the run: the op's self time, the copy group's time, GPU idle in the device's window, communication not overlapped by compute, or the launch calls' time beyond their short kernels (the GPU's wait on launches)
--- column: detail VARCHAR -- more about the row, in words. Findings: an op with 25% or more of CPU self time; a copy/cast group present in every step with 10% or more of CPU self time; GPU idle 20% or more of a device's own window; communication 10% or more of a device's busy time; launch-bound steps (10 kernels or more, more than half of them shorter than the call that launched them; a graph's kernels are never short; a run without steps counts as one step); ops that partially overlap other events
+-- column: time_ns BIGINT -- the time the row is about, ns: the average step, a run total, an op's self time, a kernel's or copy group's time; for a finding, the time at stake over the run: the op's self time, the copy group's time, GPU idle in the device's window, communication not overlapped by compute, the time other ranks waited for the straggler, the lowest-bandwidth collective's time, or the launch calls' time beyond their short kernels (the GPU's wait on launches)
+-- column: detail VARCHAR -- more about the row, in words. Findings: an op with 25% or more of CPU self time; a copy/cast group present in every step with 10% or more of CPU self time; GPU idle 20% or more of a device's own window; communication 10% or more of a device's busy time, with its exposed share; the straggler of a job when two or more of its ranks are selected (the rank that started last in the most collective time the others waited for); the collective (per message size) with the lowest bus bandwidth where sizes are known; launch-bound steps (10 kernels or more, more than half of them shorter than the call that launched them; a graph's kernels are never short; a run without steps counts as one step); ops that partially overlap other events
 WITH sel AS (SELECT run_id FROM report_runs),
 step_stats AS (
   SELECT run_id, count(*) AS n_steps, avg(dur_ns) AS avg_step_ns
@@ -41,11 +41,34 @@ step_stats AS (
          row_number() OVER (PARTITION BY run_id ORDER BY sum(bytes) DESC NULLS LAST) AS rank
   FROM tensor_copies WHERE is_outermost AND run_id IN (SELECT run_id FROM sel)
   GROUP BY run_id, call_site, op_name, dims, src_dtype, dst_dtype
-), gpu_busy AS (
+), gpu_busy AS MATERIALIZED (
   -- per device, as in gpu-utilization
   SELECT run_id, lane, busy_ns, last_ns - first_ns AS window_ns, communication_ns AS comm_ns,
          exposed_communication_ns AS exposed_comm_ns
   FROM gpu_time() WHERE run_id IN (SELECT run_id FROM sel)
+), comm_runs AS (
+  -- only runs with communication kernels read the collectives' args
+  SELECT list(DISTINCT run_id) AS ids FROM gpu_busy WHERE comm_ns > 0
+), lowest_bandwidth AS (
+  SELECT run_id, collective, msg_bytes, n_ranks, calls, total_dur_ns, algbw_gb_s, busbw_gb_s,
+         row_number() OVER (PARTITION BY run_id ORDER BY busbw_gb_s, total_dur_ns DESC, collective) AS rank
+  FROM collective_bandwidth((SELECT ids FROM comm_runs)) WHERE side = 'gpu' AND busbw_gb_s IS NOT NULL
+), job_runs AS (
+  -- selected runs with communication whose job has another such run selected: they can be matched
+  SELECT list(run_id) AS ids FROM (
+    SELECT run_id, count(*) OVER (PARTITION BY job_id) AS n FROM run_jobs
+    WHERE run_id IN (SELECT unnest(ids) FROM comm_runs)) WHERE n > 1
+), waits AS (
+  SELECT *, sum(wait_ns) OVER (PARTITION BY job_id, collective, occurrence) AS instance_wait_ns
+  FROM collective_waits((SELECT ids FROM job_runs)) WHERE ranks_seen > 1
+), blame AS (
+  SELECT job_id, run_id, rank, count(*) FILTER (WHERE is_last) AS last_count,
+         coalesce(sum(instance_wait_ns) FILTER (WHERE is_last), 0) AS caused_ns, count(*) AS instances,
+         count(*) OVER (PARTITION BY job_id) AS ranks
+  FROM waits GROUP BY job_id, run_id, rank
+), stragglers AS (
+  SELECT *, row_number() OVER (PARTITION BY job_id ORDER BY caused_ns DESC, rank NULLS LAST, run_id) AS pos
+  FROM blame WHERE caused_ns > 0
 ), launch_windows AS (
   -- kernels against the call that launched them, per profiler step (the whole run when it has
   -- no steps); one graph launch starts many kernels, so a graph's kernels are never short
@@ -82,9 +105,19 @@ step_stats AS (
   UNION ALL
   SELECT run_id, 'GPU communication', round(100.0 * comm_ns / busy_ns, 1), '%', round(100.0 * comm_ns / busy_ns, 1),
          exposed_comm_ns,
-         printf('%s spent %.1f%% of its busy time in communication kernels (%.3f ms), %.3f ms of it not overlapped by compute',
-                lane, 100.0 * comm_ns / busy_ns, comm_ns / 1e6, exposed_comm_ns / 1e6)
+         printf('%s spent %.1f%% of its busy time in communication kernels (%.3f ms), %.3f ms of it not overlapped by compute (%.1f%% of communication exposed; report comm-overlap has it per step)',
+                lane, 100.0 * comm_ns / busy_ns, comm_ns / 1e6, exposed_comm_ns / 1e6, 100.0 * exposed_comm_ns / comm_ns)
   FROM gpu_busy WHERE busy_ns > 0 AND comm_ns >= 0.1 * busy_ns
+  UNION ALL
+  SELECT run_id, 'straggler', round(100.0 * last_count / instances, 1), '%', round(100.0 * last_count / instances, 1), caused_ns::BIGINT,
+         printf('rank %s started last in %d of %d collectives matched across %d selected ranks of its job: the other ranks waited %.3f ms for it in all (report ranks names the straggler of each step)',
+                coalesce(rank::VARCHAR, '?'), last_count, instances, ranks, caused_ns / 1e6)
+  FROM stragglers WHERE pos = 1
+  UNION ALL
+  SELECT run_id, 'lowest bus bandwidth', round(busbw_gb_s, 3), 'GB/s', NULL, total_dur_ns,
+         printf('%s of %s messages over %d ranks reached %.3f GB/s bus bandwidth (%.3f GB/s algorithm bandwidth, %d calls, %.3f ms), the lowest of the run''s collectives of known size; compare with the link''s peak',
+                collective, formatReadableDecimalSize(msg_bytes), n_ranks, busbw_gb_s, algbw_gb_s, calls, total_dur_ns / 1e6)
+  FROM lowest_bandwidth WHERE rank = 1
   UNION ALL
   SELECT b.run_id, 'launch-bound steps', bound, CASE WHEN whole_run THEN 'run' ELSE 'steps' END,
          round(100.0 * short_kernels / kernels, 1), short_gap_ns,

@@ -86,6 +86,50 @@ GROUP BY name
 -- grouping and run once per kernel
 HAVING kernel_collective(any_value(name)) IS NOT NULL;
 
+-- The rows of `collectives` for the given runs only (a list of run ids): each table is filtered as
+-- it is read, so that a report pays nothing for runs without collectives.
+CREATE OR REPLACE MACRO collectives_of(run_ids) AS TABLE
+WITH a AS (
+  -- the collective args of the events that have any: few rows, found from the args side
+  SELECT run_id, event_id,
+         max(string_value) FILTER (WHERE key = 'Collective name') AS collective_arg,
+         max(string_value) FILTER (WHERE key = 'dtype') AS dtype_arg,
+         max(int_value) FILTER (WHERE key = 'In msg nelems') AS in_nelems,
+         max(int_value) FILTER (WHERE key = 'Out msg nelems') AS out_nelems,
+         max(int_value) FILTER (WHERE key = 'Group size') AS group_size,
+         coalesce(max(string_value) FILTER (WHERE key = 'Process Group Name'),
+                  max(int_value::VARCHAR) FILTER (WHERE key = 'Process Group Name')) AS process_group
+  -- a join, not IN: a join with no runs to cover skips the scan
+  FROM args JOIN (SELECT unnest(run_ids) AS run_id) USING (run_id)
+  WHERE list_contains(['Collective name', 'dtype', 'In msg nelems', 'Out msg nelems', 'Group size', 'Process Group Name'], key)
+  GROUP BY run_id, event_id
+), ev AS (
+  SELECT w.run_id, w.event_id, 'gpu' AS side, w.name, w.device, w.stream, w.ts_ns, w.dur_ns,
+         c.collective AS kernel_collective, c.dtype AS kernel_dtype
+  FROM device_events(['kernel']) w JOIN communication_kernel_names c USING (name)
+  WHERE w.run_id IN (SELECT unnest(run_ids))
+  UNION ALL
+  SELECT e.run_id, e.event_id, 'cpu', e.name, NULL, NULL, e.ts_ns, e.dur_ns, NULL, NULL
+  FROM events e JOIN a USING (run_id, event_id)
+  WHERE e.phase = 'X' AND NOT e.on_device AND a.collective_arg IS NOT NULL AND e.run_id IN (SELECT unnest(run_ids))
+), d AS (
+  SELECT scalar_type_name, any_value(torch_name) AS torch_name, any_value(elem_bytes) AS elem_bytes
+  FROM dtypes WHERE scalar_type_name IS NOT NULL GROUP BY scalar_type_name
+)
+SELECT ev.run_id, ev.event_id, ev.side, ev.name, ev.device, ev.stream, ev.ts_ns, ev.dur_ns,
+       CASE WHEN a.collective_arg IS NOT NULL THEN collective_family(a.collective_arg) ELSE ev.kernel_collective END AS collective,
+       a.collective_arg,
+       CASE WHEN a.collective_arg IS NOT NULL THEN 'args' ELSE 'kernel_name' END AS source,
+       CASE WHEN a.collective_arg IS NOT NULL THEN coalesce(d.torch_name, a.dtype_arg) ELSE ev.kernel_dtype END AS dtype,
+       a.in_nelems, a.out_nelems, (a.in_nelems * d.elem_bytes)::BIGINT AS in_bytes,
+       (a.out_nelems * d.elem_bytes)::BIGINT AS out_bytes, a.group_size, a.process_group,
+       (CASE WHEN collective_family(a.collective_arg) = 'allgather' THEN a.out_nelems ELSE a.in_nelems END * d.elem_bytes)::BIGINT AS msg_bytes,
+       coalesce(a.group_size, r.world_size) AS n_ranks
+FROM ev
+JOIN runs r ON r.run_id = ev.run_id
+LEFT JOIN a ON a.run_id = ev.run_id AND a.event_id = ev.event_id
+LEFT JOIN d ON d.scalar_type_name = a.dtype_arg AND a.collective_arg IS NOT NULL;
+
 -- One row per collective event: every GPU kernel the communication rule counts (exactly the
 -- `activity` rows of kind communication, whether or not the kernel carries a `Collective name`
 -- arg), and every CPU event that carries a `Collective name` arg (PyTorch's record_param_comms
@@ -110,39 +154,22 @@ HAVING kernel_collective(any_value(name)) IS NOT NULL;
 -- @column out_bytes BIGINT Output message size, bytes (out_nelems x element size); NULL when unknown.
 -- @column group_size BIGINT Ranks in the process group (`Group size`); NULL when unknown.
 -- @column process_group VARCHAR Process group name (`Process Group Name`); NULL when unknown.
+-- @column msg_bytes BIGINT The message as nccl-tests and TraceLens size it: out_bytes for allgather (the gathered buffer), in_bytes otherwise; NULL when unknown.
+-- @column n_ranks BIGINT Ranks taking part, the n of bus bandwidth (busbw_factor): group_size, else the run's world size (runs.world_size); NULL when unknown.
 CREATE OR REPLACE VIEW collectives AS
-WITH a AS (
-  -- the collective args of the events that have any: few rows, found from the args side
-  SELECT run_id, event_id,
-         max(string_value) FILTER (WHERE key = 'Collective name') AS collective_arg,
-         max(string_value) FILTER (WHERE key = 'dtype') AS dtype_arg,
-         max(int_value) FILTER (WHERE key = 'In msg nelems') AS in_nelems,
-         max(int_value) FILTER (WHERE key = 'Out msg nelems') AS out_nelems,
-         max(int_value) FILTER (WHERE key = 'Group size') AS group_size,
-         coalesce(max(string_value) FILTER (WHERE key = 'Process Group Name'),
-                  max(int_value::VARCHAR) FILTER (WHERE key = 'Process Group Name')) AS process_group
-  FROM args
-  WHERE key IN ('Collective name', 'dtype', 'In msg nelems', 'Out msg nelems', 'Group size', 'Process Group Name')
-  GROUP BY run_id, event_id
-), ev AS (
-  SELECT w.run_id, w.event_id, 'gpu' AS side, w.name, w.device, w.stream, w.ts_ns, w.dur_ns,
-         c.collective AS kernel_collective, c.dtype AS kernel_dtype
-  FROM device_events(['kernel']) w JOIN communication_kernel_names c USING (name)
-  UNION ALL
-  SELECT e.run_id, e.event_id, 'cpu', e.name, NULL, NULL, e.ts_ns, e.dur_ns, NULL, NULL
-  FROM events e JOIN a USING (run_id, event_id)
-  WHERE e.phase = 'X' AND NOT e.on_device AND a.collective_arg IS NOT NULL
-), d AS (
-  SELECT scalar_type_name, any_value(torch_name) AS torch_name, any_value(elem_bytes) AS elem_bytes
-  FROM dtypes WHERE scalar_type_name IS NOT NULL GROUP BY scalar_type_name
-)
-SELECT ev.run_id, ev.event_id, ev.side, ev.name, ev.device, ev.stream, ev.ts_ns, ev.dur_ns,
-       CASE WHEN a.collective_arg IS NOT NULL THEN collective_family(a.collective_arg) ELSE ev.kernel_collective END AS collective,
-       a.collective_arg,
-       CASE WHEN a.collective_arg IS NOT NULL THEN 'args' ELSE 'kernel_name' END AS source,
-       CASE WHEN a.collective_arg IS NOT NULL THEN coalesce(d.torch_name, a.dtype_arg) ELSE ev.kernel_dtype END AS dtype,
-       a.in_nelems, a.out_nelems, (a.in_nelems * d.elem_bytes)::BIGINT AS in_bytes,
-       (a.out_nelems * d.elem_bytes)::BIGINT AS out_bytes, a.group_size, a.process_group
-FROM ev
-LEFT JOIN a ON a.run_id = ev.run_id AND a.event_id = ev.event_id
-LEFT JOIN d ON d.scalar_type_name = a.dtype_arg AND a.collective_arg IS NOT NULL;
+SELECT * FROM collectives_of((SELECT list(run_id) FROM runs));
+
+-- Collectives of the given runs grouped per run, side, collective, `Collective name` arg, source,
+-- dtype, message size and number of ranks, with nccl-tests' bandwidths on the GPU side:
+-- algbw_gb_s = msg_bytes x calls over the kernels' summed time (bytes per ns = GB/s), busbw_gb_s
+-- = algbw_gb_s x busbw_factor(collective, n_ranks); NULL where the size, the factor or the number
+-- of ranks is unknown, and on the CPU side (a CPU op's time is not the transfer's). The
+-- collectives report and the overview's bandwidth finding read this.
+CREATE OR REPLACE MACRO collective_bandwidth(run_ids) AS TABLE
+SELECT run_id, side, collective, collective_arg, source, dtype, msg_bytes, n_ranks, count(*) AS calls,
+       avg(in_nelems)::BIGINT AS avg_in_nelems, max(in_nelems) AS max_in_nelems,
+       sum(in_bytes)::BIGINT AS total_bytes, sum(dur_ns)::BIGINT AS total_dur_ns, avg(dur_ns)::BIGINT AS avg_dur_ns,
+       CASE WHEN side = 'gpu' AND sum(dur_ns) > 0 THEN msg_bytes * count(*) / sum(dur_ns) END AS algbw_gb_s,
+       CASE WHEN side = 'gpu' AND sum(dur_ns) > 0 THEN msg_bytes * count(*) / sum(dur_ns) * busbw_factor(collective, n_ranks) END AS busbw_gb_s
+FROM collectives_of(run_ids)
+GROUP BY run_id, side, collective, collective_arg, source, dtype, msg_bytes, n_ranks;

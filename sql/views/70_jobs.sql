@@ -60,3 +60,26 @@ SELECT job_id, any_value(job) AS job, any_value(job_source) AS job_source, min(b
        list(run_name ORDER BY rank NULLS LAST, run_name) AS run_names,
        count(rank) > count(DISTINCT rank) AS has_repeated_rank
 FROM run_jobs GROUP BY job_id;
+
+-- Every GPU collective kernel of the given runs matched with the same collective on the other
+-- given runs of its job (`run_jobs`): the n-th kernel of a collective family on one rank is the
+-- n-th on every rank (collectives run in the same order on all ranks of a process group). A
+-- collective completes only when its last rank arrives, so the others wait: wait_ns is how long
+-- this rank's kernel started before the last rank's, and the last rank to start (is_last, the
+-- lowest rank among equal starts) is the one they waited for. step is the profiler step of the
+-- kernel's launch. Used by the ranks and overview reports.
+CREATE OR REPLACE MACRO collective_waits(run_ids) AS TABLE
+WITH coll AS (
+  SELECT c.run_id, j.job_id, r.rank, c.event_id, c.ts_ns, c.collective, w.step
+  FROM collectives_of(run_ids) c JOIN run_jobs j USING (run_id) JOIN runs r USING (run_id)
+  LEFT JOIN (SELECT run_id, event_id, step FROM device_work(['kernel']) WHERE run_id IN (SELECT unnest(run_ids))) w USING (run_id, event_id)
+  WHERE c.side = 'gpu'
+), numbered AS (
+  SELECT *, row_number() OVER (PARTITION BY run_id, collective ORDER BY ts_ns, event_id) AS occurrence FROM coll
+)
+SELECT run_id, job_id, rank, event_id, collective, occurrence, step, ts_ns,
+       max(ts_ns) OVER inst AS last_start, min(ts_ns) OVER inst AS first_start, count(*) OVER inst AS ranks_seen,
+       max(ts_ns) OVER inst - ts_ns AS wait_ns,
+       row_number() OVER (inst ORDER BY ts_ns DESC, rank NULLS LAST, run_id) = 1 AS is_last
+FROM numbered
+WINDOW inst AS (PARTITION BY job_id, collective, occurrence);
