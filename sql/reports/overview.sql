@@ -46,14 +46,14 @@ step_stats AS (
   SELECT run_id, lane, busy_ns, last_ns - first_ns AS window_ns, communication_ns AS comm_ns,
          exposed_communication_ns AS exposed_comm_ns
   FROM gpu_time() WHERE run_id IN (SELECT run_id FROM sel)
-), comm_runs AS (
+), comm_runs AS MATERIALIZED (
   -- only runs with communication kernels read the collectives' args
   SELECT list(DISTINCT run_id) AS ids FROM gpu_busy WHERE comm_ns > 0
 ), lowest_bandwidth AS (
   SELECT run_id, collective, msg_bytes, n_ranks, calls, total_dur_ns, algbw_gb_s, busbw_gb_s,
          row_number() OVER (PARTITION BY run_id ORDER BY busbw_gb_s, total_dur_ns DESC, collective) AS rank
   FROM collective_bandwidth((SELECT ids FROM comm_runs)) WHERE side = 'gpu' AND busbw_gb_s IS NOT NULL
-), job_runs AS (
+), job_runs AS MATERIALIZED (
   -- selected runs with communication whose job has another such run selected: they can be matched
   SELECT list(run_id) AS ids FROM (
     SELECT run_id, count(*) OVER (PARTITION BY job_id) AS n FROM run_jobs

@@ -61,8 +61,9 @@ SELECT job_id, any_value(job) AS job, any_value(job_source) AS job_source, min(b
        count(rank) > count(DISTINCT rank) AS has_repeated_rank
 FROM run_jobs GROUP BY job_id;
 
--- Every GPU collective kernel of the given runs matched with the same collective on the other
--- given runs of its job (`run_jobs`): the n-th kernel of a collective family on one rank is the
+-- Every communication kernel of the given runs matched with the same collective on the other
+-- given runs of its job (`run_jobs`): the n-th kernel of a collective (as its name says,
+-- `communication_kernel_names`; the name, unlike the args, is always there) on one rank is the
 -- n-th on every rank (collectives run in the same order on all ranks of a process group). A
 -- collective completes only when its last rank arrives, so the others wait: wait_ns is how long
 -- this rank's kernel started before the last rank's, and the last rank to start (is_last, the
@@ -70,10 +71,10 @@ FROM run_jobs GROUP BY job_id;
 -- kernel's launch. Used by the ranks and overview reports.
 CREATE OR REPLACE MACRO collective_waits(run_ids) AS TABLE
 WITH coll AS (
-  SELECT c.run_id, j.job_id, r.rank, c.event_id, c.ts_ns, c.collective, w.step
-  FROM collectives_of(run_ids) c JOIN run_jobs j USING (run_id) JOIN runs r USING (run_id)
-  LEFT JOIN (SELECT run_id, event_id, step FROM device_work(['kernel']) WHERE run_id IN (SELECT unnest(run_ids))) w USING (run_id, event_id)
-  WHERE c.side = 'gpu'
+  SELECT w.run_id, j.job_id, r.rank, w.event_id, w.ts_ns, k.collective, w.step
+  FROM device_work(['kernel']) w JOIN communication_kernel_names k USING (name)
+  JOIN run_jobs j USING (run_id) JOIN runs r USING (run_id)
+  WHERE w.run_id IN (SELECT unnest(run_ids))
 ), numbered AS (
   SELECT *, row_number() OVER (PARTITION BY run_id, collective ORDER BY ts_ns, event_id) AS occurrence FROM coll
 )
