@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from decimal import ROUND_HALF_EVEN, Decimal
 from pathlib import Path
 
+import msgspec
 import orjson
 import numpy as np
 import pyarrow as pa
@@ -414,7 +415,7 @@ class ChunkConverter:
         self._promote(n)
         ev["chunk"] = [self.chunk] * n
         ev["local_idx"] = list(range(n))
-        cols = [pa.array(ev[f.name], f.type) for f in EVENT_PART_SCHEMA]
+        cols = [c if isinstance(c := ev[f.name], pa.Array) else pa.array(c, f.type) for f in EVENT_PART_SCHEMA]
         pq.write_table(pa.Table.from_arrays(cols, schema=EVENT_PART_SCHEMA),
                        out_dir / f"events-{self.chunk:06d}.parquet", compression=PART_COMPRESSION)
         pq.write_table(self._args_table(), out_dir / f"args-{self.chunk:06d}.parquet", compression=PART_COMPRESSION)
@@ -685,12 +686,149 @@ class ArgRows:
                                     schema=ARG_VALUE_SCHEMA)
 
 
+class _Event(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """The keys of an event the typed decoder reads, with the types of the common case: any
+    other key or type makes it reject the chunk (the general path then converts it)."""
+
+    ph: str | None = None
+    cat: str | None = None
+    name: str | None = None
+    pid: int | str
+    tid: int | str
+    ts: int | float
+    dur: int | float | None = None
+    args: msgspec.Raw = msgspec.UNSET
+    # kept in `extra` (flow events' id and binding point; instant events' scope)
+    id: int = msgspec.UNSET
+    bp: str = msgspec.UNSET
+    s: str = msgspec.UNSET
+
+
+_EVENTS = msgspec.json.Decoder(list[_Event])
+_EXTRA_FIELDS = ("id", "bp", "s")
+
+
+def _ns_column(values: list, limits: tuple[float, int]) -> pa.Array | list | None:
+    """Microseconds (int, float or None) -> integer nanoseconds, as `ChunkConverter._add` computes
+    them; None when a value is out of its range (the general path decides what to do)."""
+    classes = set(map(type, values))
+    flim, ilim = limits
+    if classes <= {float, type(None)}:
+        a = pa.array(values, pa.float64())
+        x = pc.fill_null(a, 0.0).to_numpy()
+        if not (np.abs(x) < flim).all():
+            return None
+        q = np.trunc(x)
+        # the same operations on the same doubles as the per-event formula, so the same result
+        ns = q.astype(np.int64) * 1000 + np.round((x - q) * 1000).astype(np.int64)
+        return pa.array(ns, pa.int64(), mask=a.is_null().to_numpy(zero_copy_only=False) if a.null_count else None)
+    if classes <= {int, type(None)}:
+        try:
+            a = pa.array(values, pa.int64())
+        except OverflowError:
+            return None
+        x = pc.fill_null(a, 0).to_numpy()
+        if not (np.abs(x) < ilim).all():
+            return None
+        return pa.array(x * 1000, pa.int64(), mask=a.is_null().to_numpy(zero_copy_only=False) if a.null_count else None)
+    out = []
+    for v in values:
+        c = v.__class__
+        if c is float and -flim < v < flim:
+            q = int(v)
+            out.append(q * 1000 + round((v - q) * 1000))
+        elif c is int and -ilim < v < ilim:
+            out.append(v * 1000)
+        elif v is None:
+            out.append(None)
+        else:
+            return None
+    return out
+
+
+def _id_column(values: list) -> tuple[pa.Array, pa.Array]:
+    """pid or tid as text, and whether each was JSON text (else an integer)."""
+    classes = set(map(type, values))
+    if classes == {str}:
+        return pa.array(values, pa.string()), pa.array(np.ones(len(values), dtype=bool))
+    if classes == {int}:
+        try:
+            return pa.array(values, pa.int64()).cast(pa.string()), pa.array(np.zeros(len(values), dtype=bool))
+        except OverflowError:
+            pass
+    return pa.array(list(map(str, values)), pa.string()), pa.array([v.__class__ is str for v in values], pa.bool_())
+
+
+def convert_typed(text: bytes, chunk: int) -> ChunkConverter | None:
+    """A chunk's events decoded straight into typed fields (args as raw text, then all args of the
+    chunk in one parse); None when any event is not of the common shape that `ChunkConverter.add`
+    converts on its fast path, so the general path handles it and its oddities stay counted."""
+    try:
+        events = _EVENTS.decode(b"[" + text + b"]")
+    except msgspec.DecodeError:  # also any key or type outside _Event
+        return None
+    conv = ChunkConverter(chunk, exact=False)
+    n = len(events)
+    ev = conv.ev
+    ts = _ns_column([e.ts for e in events], (_EXACT_FLOAT_LIMIT, _INT_US_LIMIT))
+    dur = _ns_column([e.dur for e in events], (_EXACT_FLOAT_LIMIT, _INT_US_LIMIT))
+    if ts is None or dur is None:
+        return None
+    ev["ts_ns"], ev["dur_ns"] = ts, dur
+    ev["phase"] = [e.ph for e in events]
+    ev["category"] = [e.cat for e in events]
+    ev["name"] = [e.name for e in events]
+    ev["pid"], ev["pid_is_text"] = _id_column([e.pid for e in events])
+    ev["tid"], ev["tid_is_text"] = _id_column([e.tid for e in events])
+    extra: list = [None] * n
+    flow: list = [None] * n
+    unset = msgspec.UNSET
+    if any(len(events) - [getattr(e, f) for e in events].count(unset) for f in _EXTRA_FIELDS):
+        for i, e in enumerate(events):
+            if e.id is unset and e.bp is unset and e.s is unset:
+                continue
+            keys = {f: v for f in _EXTRA_FIELDS if (v := getattr(e, f)) is not unset}
+            fid = keys.get("id")
+            if fid is not None:
+                if not _INT64_MIN <= fid <= _INT64_MAX:
+                    return None
+                flow[i] = fid
+            extra[i] = orjson.dumps(keys).decode()
+    ev["extra"], ev["flow_id"] = extra, flow
+    raws = [e.args for e in events]
+    idx = [i for i, r in enumerate(raws) if r is not unset]
+    if idx:
+        try:
+            args = orjson.loads(b"[" + b",".join([raws[i] for i in idx]) + b"]")
+        except orjson.JSONDecodeError:
+            return None
+        groups = conv.arg_groups
+        for i, a in zip(idx, args):
+            if a.__class__ is dict and a:
+                sig = tuple(a)
+                g = groups.get(sig)
+                if g is None:
+                    g = groups[sig] = ([], [])
+                g[0].append(i)
+                g[1].append(tuple(a.values()))
+            elif a is not None:  # `{}` or not an object: the general path keeps it in extra
+                return None
+    conv.items = n
+    return conv
+
+
 def convert_chunk(text: bytes, chunk: int, out_dir: str) -> ChunkResult:
     """Parse one chunk of event text and write its part files (runs in a worker process)."""
     # The cyclic GC finds nothing to free in freshly parsed JSON but costs more than the parse.
     was_enabled = gc.isenabled()
     gc.disable()
     try:
+        typed = convert_typed(text, chunk)
+        if typed is not None:
+            try:
+                return typed.write(Path(out_dir))
+            except NeedExact:
+                pass
         exact = False
         while True:
             warnings: Counter = Counter()
