@@ -848,18 +848,27 @@ def convert_typed(text: bytes, chunk: int) -> ChunkConverter | None:
     return conv
 
 
+def convert_chunk_typed(text: bytes, chunk: int, out_dir: Path) -> ChunkResult | None:
+    """The typed path for one chunk: its part files written, or None (nothing to keep) when the
+    chunk needs the general path."""
+    conv = convert_typed(text, chunk)
+    if conv is None:
+        return None
+    try:
+        return conv.write(out_dir)
+    except NeedExact:  # a huge float in args may be an integer beyond 64 bits: re-read exactly
+        return None
+
+
 def convert_chunk(text: bytes, chunk: int, out_dir: str) -> ChunkResult:
     """Parse one chunk of event text and write its part files (runs in a worker process)."""
     # The cyclic GC finds nothing to free in freshly parsed JSON but costs more than the parse.
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        typed = convert_typed(text, chunk)
-        if typed is not None:
-            try:
-                return typed.write(Path(out_dir))
-            except NeedExact:
-                pass
+        done = convert_chunk_typed(text, chunk, Path(out_dir))
+        if done is not None:
+            return done
         exact = False
         while True:
             warnings: Counter = Counter()
