@@ -151,6 +151,8 @@ EVENT = {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 2, "ts
     {"args": [1, 2]},
     {"ts": 2.0 ** 44},            # a float timestamp too large for exact ns
     {"ts": "10"},
+    {"ts": -(1 << 63)},           # integer microseconds whose ns overflow int64
+    {"dur": 1 << 60},
     {"id": 1 << 63, "bp": "e"},   # a flow id beyond int64
     {"name": 5},
 ])
