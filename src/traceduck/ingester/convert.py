@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from decimal import ROUND_HALF_EVEN, Decimal
 from pathlib import Path
 
+import msgspec
 import orjson
 import numpy as np
 import pyarrow as pa
@@ -39,6 +40,7 @@ _INT64_MAX = (1 << 63) - 1
 # Integer microseconds (older exporters) whose nanoseconds fit int64.
 _INT_US_LIMIT = _INT64_MAX // 1000
 PART_COMPRESSION = "none"  # parts are read once, right away
+_PART_IPC = pa.ipc.IpcWriteOptions(compression="lz4")
 BIG_INT = "integer beyond int64 (kept as text)"
 # orjson reads integers beyond 64 bits as doubles: a double this large in an arg may be one,
 # so the chunk is re-read exactly (the standard library keeps every integer).
@@ -128,6 +130,18 @@ class ChunkResult:
     warnings: Counter = field(default_factory=Counter)
     items: int = 0  # traceEvents items in the chunk, skipped ones included
     skipped: list[int] = field(default_factory=list)  # positions in the chunk of items that are not objects
+
+
+def part_name(table: str, chunk: int) -> str:
+    """The file of one chunk's part of a table: Parquet for events (the merge queries them with
+    DuckDB), Arrow IPC for args and shapes."""
+    return f"{table}-{chunk:06d}.{'parquet' if table == 'events' else 'arrow'}"
+
+
+def read_part(path: Path) -> pa.Table:
+    """An args or shapes part file."""
+    with pa.OSFile(str(path)) as source:
+        return pa.ipc.open_file(source).read_all()
 
 
 def dumps_json(value: object) -> str:
@@ -414,11 +428,16 @@ class ChunkConverter:
         self._promote(n)
         ev["chunk"] = [self.chunk] * n
         ev["local_idx"] = list(range(n))
-        cols = [pa.array(ev[f.name], f.type) for f in EVENT_PART_SCHEMA]
+        cols = [c if isinstance(c := ev[f.name], pa.Array) else pa.array(c, f.type) for f in EVENT_PART_SCHEMA]
         pq.write_table(pa.Table.from_arrays(cols, schema=EVENT_PART_SCHEMA),
                        out_dir / f"events-{self.chunk:06d}.parquet", compression=PART_COMPRESSION)
-        pq.write_table(self._args_table(), out_dir / f"args-{self.chunk:06d}.parquet", compression=PART_COMPRESSION)
-        pq.write_table(self._shapes_table(), out_dir / f"shapes-{self.chunk:06d}.parquet", compression=PART_COMPRESSION)
+        # args and shapes parts are read back whole by the merge (not by DuckDB): Arrow's own file
+        # format writes and reads several times faster than Parquet; lz4 keeps them near Parquet's
+        # size on disk (uncompressed they would be 1.7x the chunk's JSON)
+        for table, rows in (("args", self._args_table()), ("shapes", self._shapes_table())):
+            with pa.OSFile(str(out_dir / part_name(table, self.chunk)), "wb") as sink, \
+                    pa.ipc.new_file(sink, rows.schema, options=_PART_IPC) as writer:
+                writer.write_table(rows)
         return ChunkResult(self.chunk, n, dict(self.stacks.nodes), self.warnings, self.items, list(self.skipped))
 
     def _shapes_table(self) -> pa.Table:
@@ -529,25 +548,40 @@ def _column_table(event_idx: pa.Array, j: int, key: str, column: tuple) -> pa.Ta
         elif c is bool:
             vtype, values["int_value"] = "bool", pa.array(column, pa.bool_()).cast(pa.int64())
         elif c is list or c is dict:
-            dumps = orjson.dumps
             vtype = "json"
-            values["string_value"] = pa.array([dumps(v).decode() for v in column], pa.string())
+            values["string_value"] = _json_texts(column)
         elif c is type(None):
             vtype = "null"
         else:
             return None
     except (OverflowError, TypeError, orjson.JSONEncodeError, pa.ArrowException):
         return None
-    arrays = [
-        event_idx,
-        pa.array([j] * n, pa.int32()),
-        pa.array([key] * n, pa.string()),
-        pa.array([vtype] * n, pa.string()),
-    ]
+    arrays = [event_idx, pa.array(np.full(n, j, dtype=np.int32)), _repeat(key, n), _repeat(vtype, n)]
     arrays += [values.get(name, pa.nulls(n, typ)) for name, typ in _VALUE_COLUMNS.items()]
     return pa.Table.from_arrays(arrays, schema=ARG_VALUE_SCHEMA)
 
 
+def _repeat(text: str, n: int) -> pa.Array:
+    """A string array of n copies of one text (built in Arrow, not from n Python references)."""
+    return pc.take(pa.array([text], pa.string()), pa.array(np.zeros(n, dtype=np.int32)))
+
+
+def _json_texts(values: list | tuple) -> pa.Array:
+    """orjson's text of each value, from one dump of them all: orjson writes a list as its items'
+    texts joined by commas, so each item's text is cut out by its length (read back as raw slices)."""
+    blob = orjson.dumps(values if values.__class__ is list else list(values))
+    n = len(values)
+    lengths = np.fromiter(map(len, _RAW_ITEMS.decode(blob)), dtype=np.int64, count=n)
+    # item k spans [start_k, start_k+1) including its trailing comma (the last one: the `]`)
+    offsets = np.empty(n + 1, dtype=np.int64)
+    offsets[0] = 1
+    np.cumsum(lengths + 1, out=offsets[1:])
+    offsets[1:] += 1
+    items = pa.LargeBinaryArray.from_buffers(pa.large_binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(blob)])
+    return pc.binary_slice(items, 0, -1).cast(pa.large_string()).cast(pa.string())
+
+
+_RAW_ITEMS = msgspec.json.Decoder(list[msgspec.Raw])
 _TYPE_NAMES = pa.array(list(DTYPES))
 _TYPE_ELEM = pa.array([d.elem_bytes if d.is_tensor else None for d in DTYPES.values()], pa.int32())
 _TYPE_CANONICAL = pa.array([d.canonical if d.is_tensor else None for d in DTYPES.values()], pa.string())
@@ -685,12 +719,158 @@ class ArgRows:
                                     schema=ARG_VALUE_SCHEMA)
 
 
+class _Event(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """The keys of an event the typed decoder reads, with the types of the common case: any
+    other key or type makes it reject the chunk (the general path then converts it)."""
+
+    ph: str | None = None
+    cat: str | None = None
+    name: str | None = None
+    pid: int | str
+    tid: int | str
+    ts: int | float
+    dur: int | float | None = None
+    args: msgspec.Raw = msgspec.UNSET
+    # kept in `extra` (flow events' id and binding point; instant events' scope)
+    id: int = msgspec.UNSET
+    bp: str = msgspec.UNSET
+    s: str = msgspec.UNSET
+
+
+_EVENTS = msgspec.json.Decoder(list[_Event])
+_EXTRA_FIELDS = ("id", "bp", "s")
+
+
+def _ns_column(values: list, limits: tuple[float, int]) -> pa.Array | list | None:
+    """Microseconds (int, float or None) -> integer nanoseconds, as `ChunkConverter._add` computes
+    them; None when a value is out of its range (the general path decides what to do)."""
+    classes = set(map(type, values))
+    flim, ilim = limits
+    if classes <= {float, type(None)}:
+        a = pa.array(values, pa.float64())
+        x = pc.fill_null(a, 0.0).to_numpy()
+        if not (np.abs(x) < flim).all():
+            return None
+        q = np.trunc(x)
+        # the same operations on the same doubles as the per-event formula, so the same result
+        ns = q.astype(np.int64) * 1000 + np.round((x - q) * 1000).astype(np.int64)
+        return pa.array(ns, pa.int64(), mask=a.is_null().to_numpy(zero_copy_only=False) if a.null_count else None)
+    if classes <= {int, type(None)}:
+        try:
+            a = pa.array(values, pa.int64())
+        except OverflowError:
+            return None
+        x = pc.fill_null(a, 0).to_numpy()
+        if not ((x > -ilim) & (x < ilim)).all():  # not np.abs: it overflows at -2**63
+            return None
+        return pa.array(x * 1000, pa.int64(), mask=a.is_null().to_numpy(zero_copy_only=False) if a.null_count else None)
+    out = []
+    for v in values:
+        c = v.__class__
+        if c is float and -flim < v < flim:
+            q = int(v)
+            out.append(q * 1000 + round((v - q) * 1000))
+        elif c is int and -ilim < v < ilim:
+            out.append(v * 1000)
+        elif v is None:
+            out.append(None)
+        else:
+            return None
+    return out
+
+
+def _id_column(values: list) -> tuple[pa.Array, pa.Array]:
+    """pid or tid as text, and whether each was JSON text (else an integer)."""
+    classes = set(map(type, values))
+    if classes == {str}:
+        return pa.array(values, pa.string()), pa.array(np.ones(len(values), dtype=bool))
+    if classes == {int}:
+        try:
+            return pa.array(values, pa.int64()).cast(pa.string()), pa.array(np.zeros(len(values), dtype=bool))
+        except OverflowError:
+            pass
+    return pa.array(list(map(str, values)), pa.string()), pa.array([v.__class__ is str for v in values], pa.bool_())
+
+
+def convert_typed(text: bytes, chunk: int) -> ChunkConverter | None:
+    """A chunk's events decoded straight into typed fields (args as raw text, then all args of the
+    chunk in one parse); None when any event is not of the common shape that `ChunkConverter.add`
+    converts on its fast path, so the general path handles it and its oddities stay counted."""
+    try:
+        events = _EVENTS.decode(b"[" + text + b"]")
+    except msgspec.DecodeError:  # also any key or type outside _Event
+        return None
+    conv = ChunkConverter(chunk, exact=False)
+    n = len(events)
+    ev = conv.ev
+    ts = _ns_column([e.ts for e in events], (_EXACT_FLOAT_LIMIT, _INT_US_LIMIT))
+    dur = _ns_column([e.dur for e in events], (_EXACT_FLOAT_LIMIT, _INT_US_LIMIT))
+    if ts is None or dur is None:
+        return None
+    ev["ts_ns"], ev["dur_ns"] = ts, dur
+    ev["phase"] = [e.ph for e in events]
+    ev["category"] = [e.cat for e in events]
+    ev["name"] = [e.name for e in events]
+    ev["pid"], ev["pid_is_text"] = _id_column([e.pid for e in events])
+    ev["tid"], ev["tid_is_text"] = _id_column([e.tid for e in events])
+    extra: list = [None] * n
+    flow: list = [None] * n
+    unset = msgspec.UNSET
+    if any([getattr(e, f) for e in events].count(unset) < n for f in _EXTRA_FIELDS):
+        for i, e in enumerate(events):
+            if e.id is unset and e.bp is unset and e.s is unset:
+                continue
+            keys = {f: v for f in _EXTRA_FIELDS if (v := getattr(e, f)) is not unset}
+            fid = keys.get("id")
+            if fid is not None:
+                if not _INT64_MIN <= fid <= _INT64_MAX:
+                    return None
+                flow[i] = fid
+            extra[i] = orjson.dumps(keys).decode()
+    ev["extra"], ev["flow_id"] = extra, flow
+    raws = [e.args for e in events]
+    idx = [i for i, r in enumerate(raws) if r is not unset]
+    if idx:
+        try:
+            args = orjson.loads(b"[" + b",".join([raws[i] for i in idx]) + b"]")
+        except orjson.JSONDecodeError:
+            return None
+        groups = conv.arg_groups
+        for i, a in zip(idx, args):
+            if a.__class__ is dict and a:
+                sig = tuple(a)
+                g = groups.get(sig)
+                if g is None:
+                    g = groups[sig] = ([], [])
+                g[0].append(i)
+                g[1].append(tuple(a.values()))
+            elif a is not None:  # `{}` or not an object: the general path keeps it in extra
+                return None
+    conv.items = n
+    return conv
+
+
+def convert_chunk_typed(text: bytes, chunk: int, out_dir: Path) -> ChunkResult | None:
+    """The typed path for one chunk: its part files written, or None (nothing to keep) when the
+    chunk needs the general path."""
+    conv = convert_typed(text, chunk)
+    if conv is None:
+        return None
+    try:
+        return conv.write(out_dir)
+    except NeedExact:  # a huge float in args may be an integer beyond 64 bits: re-read exactly
+        return None
+
+
 def convert_chunk(text: bytes, chunk: int, out_dir: str) -> ChunkResult:
     """Parse one chunk of event text and write its part files (runs in a worker process)."""
     # The cyclic GC finds nothing to free in freshly parsed JSON but costs more than the parse.
     was_enabled = gc.isenabled()
     gc.disable()
     try:
+        done = convert_chunk_typed(text, chunk, Path(out_dir))
+        if done is not None:
+            return done
         exact = False
         while True:
             warnings: Counter = Counter()

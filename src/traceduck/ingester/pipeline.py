@@ -25,7 +25,7 @@ from .. import __version__, reference
 from ..catalog import arrow_schemas, reference_sql, schema_stamp
 from ..errors import InputError
 from ..store import LAYOUT_VERSION, Store, content_run_id
-from .convert import ChunkConverter, ChunkResult, convert_chunk
+from .convert import ChunkConverter, ChunkResult, convert_chunk, part_name, read_part
 from .frames import StackInterner, split_frame
 from .nesting import Nester
 from .reader import ChunkedEvents, NotParseable, RawSource, TraceLayout
@@ -492,7 +492,7 @@ def _write_parts(tmp: Path, parts: Path, table: str, results: list[ChunkResult],
     schema = arrow_schemas()[table]
     with _parquet_writer(tmp / f"{table}.parquet", schema) as writer:
         for r, off in zip(results, offsets):
-            part = pq.read_table(parts / f"{table}-{r.chunk:06d}.parquet")
+            part = read_part(parts / part_name(table, r.chunk))
             n = part.num_rows
             cols = {
                 "run_id": pa.array([run_id] * n, pa.string()),
