@@ -89,18 +89,19 @@ def _literal(text: str) -> str:
 CACHE_DIR = "cache"  # STORE/cache/<key>/: the view file and an empty Parquet file per table
 VIEWS_FILE = "views.duckdb"
 CACHE_ALIAS = "traceduck"  # the view file's name in DuckDB's catalog
-_CACHE_LAYOUT = "6"  # part of the key: change it when what the view file holds changes
+_CACHE_LAYOUT = "7"  # part of the key: change it when what the view file holds changes
 # Session variables the view file's tables read: the runs to cover, where runs live, and where the
 # empty files are (read_parquet needs at least one file; a store without runs reads those).
 _RUNS = "traceduck_runs"
 _RUNS_DIR = "traceduck_runs_dir"
 _EMPTY_DIR = "traceduck_empty_dir"
 # With the view file, `runs` is its view over this table, which each connection fills itself (see
-# Database). The reference tables are each connection's own (a session may change them), copied
-# from the view file's schema `seed`: a view of the file would read the file's own table of a name
-# before the connection's, so the file's `main` has none.
+# Database). The reference tables are the view file's, in its schema `seed` (last on the search
+# path; a view of the file reads its own `main` first, so that has none), until a session changes
+# one: then each becomes the connection's own copy, found first (see Database._own_references).
 _RUNS_ROWS = "_runs_rows"
 _SEED = "seed"
+_READ_ONLY = f'on database "{CACHE_ALIAS}" which is attached in read-only mode'
 
 
 def _files(table: str) -> str:
@@ -232,6 +233,7 @@ class Database:
         self._current: set[str] = set()  # runs whose files have every column this version reads
         self._stamps: dict[str, tuple] = {}  # run -> identity of the runs.parquet its `runs` row came from
         self._mutex = threading.Lock()
+        self._own_refs = False  # whether the reference tables are this connection's (see _own_references)
         self._runs_memo: tuple | None = None  # (the runs listed and their stamps, runs()) of the last runs()
         if not store.path.is_dir():
             raise StoreError(f"no store at {store.path}", "Run `traceduck ingest TRACE` first, or pass --store")
@@ -242,8 +244,9 @@ class Database:
         self.con = duckdb.connect(database)
         if threads:
             self.con.execute(f"SET threads = {int(threads)}")
-        self._catalogs = ["memory" if database == ":memory:"
-                          else self.con.execute("SELECT current_database()").fetchone()[0]]
+        # where tables and views are looked up, in order: (database, schema)
+        self._catalogs = [("memory" if database == ":memory:"
+                           else self.con.execute("SELECT current_database()").fetchone()[0], "main")]
         if self._cache is not None:
             self._attach()
         else:
@@ -257,16 +260,25 @@ class Database:
             self._cache = None
             self._create_views()
             return
-        self._catalogs.append(CACHE_ALIAS)
-        refs = _reference_tables()
-        self.con.execute(";\n".join([rel.body.strip().rstrip(";") for rel in refs]
-                                     + [f"INSERT INTO {rel.name} FROM {CACHE_ALIAS}.{_SEED}.{rel.name}" for rel in refs]
-                                     + [s for rel in refs for s in _comments(rel, "TABLE")]))
+        self._catalogs += [(CACHE_ALIAS, "main"), (CACHE_ALIAS, _SEED)]
         self._refresh(again=True)
+
+    def _own_references(self) -> bool:
+        """Make the reference tables this connection's own copies (the view file's are read-only) so
+        that a session can change them; False when they already are, or are not the file's."""
+        if self._cache is None or self._own_refs:
+            return False
+        refs = _reference_tables()
+        with self._mutex:
+            self.con.execute(";\n".join([rel.body.strip().rstrip(";") for rel in refs]
+                                         + [f"INSERT INTO {rel.name} FROM {CACHE_ALIAS}.{_SEED}.{rel.name}" for rel in refs]
+                                         + [s for rel in refs for s in _comments(rel, "TABLE")]))
+            self._own_refs = True
+        return True
 
     def _point(self, con: duckdb.DuckDBPyConnection, runs: list[str]) -> None:
         """Make a connection of this Database read the view file's views over `runs`."""
-        con.execute(f"SET search_path = '{self._catalogs[0]}.main,{CACHE_ALIAS}.main'")
+        con.execute(f"SET search_path = '{','.join(f'{d}.{s}' for d, s in self._catalogs)}'")
         con.execute(f"SET VARIABLE {_RUNS} = ?::VARCHAR[]", [runs])
         con.execute(f"SET VARIABLE {_RUNS_DIR} = ?", [str(self.store.runs_dir)])
         con.execute(f"SET VARIABLE {_EMPTY_DIR} = ?", [str(self._cache / "empty")])
@@ -579,6 +591,8 @@ class Database:
             try:
                 return run()
             except (duckdb.Error, OSError) as e:
+                if _READ_ONLY in str(e) and self._own_references():  # a session changing a reference table
+                    continue
                 if attempt >= LOST_FILE_RETRIES or not self._lost_file(e):
                     raise query_error(e) from None
             attempt += 1
@@ -598,23 +612,29 @@ class Database:
         if name not in known:
             raise RunSelectionError(f"no table or view named {name!r}",
                                     with_suggestion("Run `traceduck schema` to list them", name, known))
+        where = self._found_in(name)
         rows = self.con.execute(
-            "SELECT column_name, data_type, coalesce(comment, '') FROM duckdb_columns() "
-            "WHERE table_name = $name AND schema_name = 'main' AND database_name = "
-            "(SELECT database_name FROM duckdb_columns() WHERE table_name = $name AND schema_name = 'main' "
-            "AND list_contains($catalogs, database_name) ORDER BY list_position($catalogs, database_name) LIMIT 1) "
-            "ORDER BY column_index", {"name": name, "catalogs": self._catalogs}).fetchall()
+            "SELECT column_name, data_type, coalesce(comment, '') FROM duckdb_columns() WHERE table_name = ? "
+            "AND database_name = ? AND schema_name = ? ORDER BY column_index", [name, *where]).fetchall() if where else []
         return self._catalog_comment(name) or "", [tuple(r) for r in rows]
 
+    def _found_in(self, name: str) -> tuple[str, str] | None:
+        """The (database, schema) a query finds table or view `name` in: the first on the search path."""
+        found = set(self.con.execute(
+            "SELECT database_name, schema_name FROM duckdb_tables() WHERE table_name = $name UNION ALL "
+            "SELECT database_name, schema_name FROM duckdb_views() WHERE view_name = $name", {"name": name}).fetchall())
+        return next((where for where in self._catalogs if where in found), None)
+
     def _catalog_comment(self, name: str) -> str | None:
-        """The comment of a table or view, from the first catalog that has it (a session's own copy
-        of a reference table comes before the view file's)."""
+        """The comment of a table or view where a query finds it (a session's own copy of a reference
+        table before the view file's)."""
+        where = self._found_in(name)
+        if where is None:
+            return None
         row = self.con.execute(
-            "SELECT comment FROM (SELECT comment, database_name FROM duckdb_views() WHERE view_name = $name "
-            "AND schema_name = 'main' UNION ALL SELECT comment, database_name FROM duckdb_tables() "
-            "WHERE table_name = $name AND schema_name = 'main') WHERE list_contains($catalogs, database_name) "
-            "ORDER BY list_position($catalogs, database_name) LIMIT 1",
-            {"name": name, "catalogs": self._catalogs}).fetchall()
+            "SELECT comment FROM duckdb_views() WHERE view_name = $name AND database_name = $db AND schema_name = $schema "
+            "UNION ALL SELECT comment FROM duckdb_tables() WHERE table_name = $name AND database_name = $db "
+            "AND schema_name = $schema", {"name": name, "db": where[0], "schema": where[1]}).fetchall()
         return row[0][0] if row else None
 
     def runs(self) -> list[dict]:
