@@ -31,9 +31,11 @@ _SPLIT = re.compile(rb"\}\s*,\s*\{")
 _STRUCT = re.compile(rb'["{}\[\]]')
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.S)
 _WS = b" \t\r\n"
-# Trailers longer than this are parsed strictly: repairing every candidate end of the events
-# array would cost a scan of the rest of the buffer each.
-_LENIENT_TAIL = 1 << 20
+_WS_TEXT = re.compile(r"[ \t\r\n]*")
+_DECODER = json.JSONDecoder()
+# How far back from the end of the text already searched a `}, {` cut is looked for again (its
+# blanks may straddle a read); longer runs of blanks only make a chunk longer.
+_SPLIT_REACH = 64
 
 
 class NotParseable(Exception):
@@ -183,10 +185,12 @@ def _loads_lenient(text: bytes, warnings: Counter) -> object:
         return json.loads(text)
     except ValueError:
         pass
+    except RecursionError:  # nested too deep for json: the streaming parser keeps it as text
+        raise NotParseable("top-level keys") from None
     try:
         fixed, found = repair_text(text)
         value = json.loads(fixed)
-    except (Fault, ValueError):
+    except (Fault, ValueError, RecursionError):
         raise NotParseable("top-level keys") from None
     warnings.update(found)
     return value
@@ -270,99 +274,111 @@ class ChunkedEvents:
     def chunks(self) -> Iterator[bytes]:
         """Yield event text chunks (each parses as a JSON array when wrapped in brackets)."""
         assert self.layout is not None
-        buf = self._buf
+        # A bytearray grows in place and drops a cut prefix without copying the rest, so one huge
+        # event (no cut for hundreds of MB) costs each byte once, not once per read.
+        buf = bytearray(self._buf)
         self._buf = b""
+        floor = 0  # no cut starts before this: the text before it was searched already
         while True:
             data = self.source.read(self.block)
-            if not data:
-                break
             buf += data
-            cut = self._last_split(buf)
+            # at the end too: _finish reads the items after the last cut strictly, one by one
+            cut = self._last_split(buf, floor)
             if cut is not None:
                 end, nxt = cut
-                yield buf[:end]
-                buf = buf[nxt:]
-        events, trailer = self._finish(buf)
+                yield bytes(buf[:end])
+                del buf[:nxt]
+                floor = 0
+            else:
+                # a cut that straddles this end is found next time, unless its blanks are longer
+                # than _SPLIT_REACH: then the chunk is merely longer
+                floor = max(0, len(buf) - _SPLIT_REACH)
+            if not data:
+                break
+        events, trailer = self._finish(bytes(buf))
         self.layout.trailer = trailer
         if events.strip():
             yield events
 
     @staticmethod
-    def _last_split(buf: bytes) -> tuple[int, int] | None:
+    def _last_split(buf: bytearray, floor: int = 0) -> tuple[int, int] | None:
+        """(end of the events before, start of the events after) the last `}, {` at or after floor."""
         n = len(buf)
         window = 1 << 18
-        lo = max(0, n - window)
+        lo = max(floor, n - window)
         while True:
             last = None
             for last in _SPLIT.finditer(buf, lo):
                 pass
             if last is not None:
                 return last.start() + 1, last.end() - 1
-            if lo == 0:
+            if lo <= floor:
                 return None
-            lo = max(0, lo - window * 8)
+            lo = max(floor, lo - window * 8)
 
     def _finish(self, buf: bytes) -> tuple[bytes, dict]:
         """Split the last buffer into (remaining events text, trailer keys).
 
-        The array's closing `]` is the last `]` after an object whose tail parses as the rest of
-        the top-level object and whose last item parses; trailers can hold `]` inside strings and
-        lists. A trailing comma before that `]` (or before the object's closing `}`) is dropped
-        and counted, as trace viewers accept it.
+        The remaining items are read one by one from the start (trailers can hold `]` inside
+        strings and lists, so the end is found by parsing forward, in time linear in the text);
+        the array's `]` is the one after the last item. A trailing comma before that `]` (or
+        before the object's closing `}`) is dropped and counted, as trace viewers accept it.
+        Anything this cannot read (damage, values nested too deep) goes to the streaming parser.
         """
         assert self.layout is not None
-        pos = len(buf)
-        for _ in range(10000):
-            p = buf.rfind(b"]", 0, pos)
-            if p < 0:
-                break
-            pos = p
-            head = buf[:p].rstrip()
-            found: Counter = Counter()
-            if head.endswith(b","):
-                head = head[:-1].rstrip()
-                found[TRAILING_COMMA] += 1
-            if head and not head.endswith(b"}"):
-                continue  # the last item is not an object (rare): the streaming parser finds the end
-            tail = buf[p + 1:].strip()
-            if self.layout.trace_format == "array":
-                if tail:
+        # surrogateescape: one character per invalid byte, so offsets map back; the events text
+        # handed on is the original bytes, and its converter judges them
+        text = buf.decode("utf-8", "surrogateescape")
+        found: Counter = Counter()
+        pos = _blanks(text, 0)
+        last_end = 0  # after the last item, in characters
+        if pos < len(text) and text[pos] != "]":
+            while True:
+                try:
+                    _, pos = _DECODER.raw_decode(text, pos)
+                except (ValueError, RecursionError):
+                    raise NotParseable("end of traceEvents not found") from None
+                last_end = pos
+                pos = _blanks(text, pos)
+                if pos < len(text) and text[pos] == ",":
+                    pos = _blanks(text, pos + 1)
+                    if pos < len(text) and text[pos] == "]":
+                        found[TRAILING_COMMA] += 1
+                        break
                     continue
-                trailer: object = {}
-            elif tail == b"}":
+                if pos < len(text) and text[pos] == "]":
+                    break
+                raise NotParseable("end of traceEvents not found")
+        if pos >= len(text):
+            raise NotParseable("end of traceEvents not found")
+        # only blanks and a comma lie between the last item and `]`: one byte per character
+        head_bytes = len(text[:last_end].encode("utf-8", "surrogateescape"))
+        close = head_bytes + (pos - last_end)
+        head = buf[:head_bytes]
+        tail = buf[close + 1:].strip()
+        if self.layout.trace_format == "array":
+            if tail:
+                raise NotParseable("text after the top-level array")
+            trailer: object = {}
+        elif tail == b"}":
+            trailer = {}
+        elif tail.startswith(b",") and tail.endswith(b"}"):
+            rest = tail[1:].lstrip()
+            if rest == b"}":
+                found[TRAILING_COMMA] += 1
                 trailer = {}
-            elif tail.startswith(b",") and tail.endswith(b"}"):
-                rest = tail[1:].lstrip()
-                if rest == b"}":
-                    found[TRAILING_COMMA] += 1
-                    trailer = {}
-                else:
-                    try:
-                        trailer = (_loads_lenient(b"{" + rest, found) if len(rest) < _LENIENT_TAIL
-                                   else json.loads(b"{" + rest))
-                    except (NotParseable, ValueError):
-                        continue
             else:
-                continue
-            if isinstance(trailer, dict) and (not head or _parses(head[self._last_event_start(head):])):
-                self.layout.warnings.update(found)
-                return head, trailer
-        raise NotParseable("end of traceEvents not found")
-
-    @staticmethod
-    def _last_event_start(text: bytes) -> int:
-        last = None
-        for last in _SPLIT.finditer(text, max(0, len(text) - (1 << 20))):
-            pass
-        return last.end() - 1 if last is not None else 0
+                trailer = _loads_lenient(b"{" + rest, found)
+        else:
+            raise NotParseable("end of the top-level object not found")
+        if not isinstance(trailer, dict):
+            raise NotParseable("top-level keys after traceEvents")
+        self.layout.warnings.update(found)
+        return head, trailer
 
 
-def _parses(events_text: bytes) -> bool:
-    try:
-        json.loads(b"[" + events_text + b"]")
-        return True
-    except (ValueError, RecursionError):
-        return False
+def _blanks(text: str, pos: int) -> int:
+    return _WS_TEXT.match(text, pos).end()
 
 
 def sniff(path: Path, peek: int = PEEK) -> str | None:

@@ -73,11 +73,16 @@ class StreamingEvents:
     # -- reading: repaired text, pushed into ijson block by block -------------------------------
 
     def _parse_events(self) -> Iterator[tuple]:
+        # basic_parse: ijson's prefixed events spell out the path to every value, O(depth) each,
+        # so text nested d deep would cost O(d^2) time and memory; depth is tracked here instead.
         events = ijson.sendable_list()
-        coro = ijson.parse_coro(events, use_float=False)
+        coro = ijson.basic_parse_coro(events, use_float=False)
         fed = 0  # repaired bytes fed so far
         while True:
-            data = self.source.read(READ)
+            # The repairer holds back a string cut by the end of a read and scans it again with
+            # the next: reading at least as much as it holds keeps a string of any length to a
+            # few scans in all (linear), not one per READ.
+            data = self.source.read(max(READ, len(self.repairer.pending)))
             final = not data
             out = self.repairer.feed(data, final)
             fault = self.repairer.fault
@@ -147,7 +152,7 @@ class StreamingEvents:
     def _batches(self) -> Iterator[list]:
         it = self._parse_events()
         try:
-            _, event, _ = next(it)
+            event, _ = next(it)
         except StopIteration:
             raise InputError(f"{self.source.path}: the file is empty", "Give a Chrome trace (.json or .json.gz)") from None
         if event == "start_array":
@@ -160,21 +165,19 @@ class StreamingEvents:
             raise NotATrace(self.source.path, "the top level is not an object or array")
         seen_events = False
         target = self.layout.header
-        for prefix, event, value in it:
-            if prefix == "" and event == "end_map":
+        for event, value in it:
+            if event == "end_map":  # values are read whole below: this is the top-level object's end
                 break
-            if event != "map_key":
-                continue
             key = value
-            _, event, value = next(it)
+            event, value = next(it)
             if key == "traceEvents" and not seen_events:
                 if event != "start_array":
                     raise NotATrace(self.source.path, "traceEvents is not a list")
                 seen_events = True
                 yield from self._items(it)
                 target = self.layout.trailer
-            else:
-                target[key] = self._build(it, event, value)
+            else:  # metadata is stored as JSON text: a value too deep for it is kept as a string
+                target[key] = self._build(it, event, value, deep=str)
         if not seen_events:
             raise NotATrace(self.source.path, "no traceEvents key")
         for _ in it:  # read to the end: trailing damage and the gzip check
@@ -183,7 +186,7 @@ class StreamingEvents:
     def _items(self, it) -> Iterator[list]:
         self._in_events = True
         batch = self._batch
-        for _, event, value in it:
+        for event, value in it:
             if event == "end_array":
                 break
             batch.append(self._build(it, event, value))
@@ -195,17 +198,18 @@ class StreamingEvents:
             self._batch = []
             yield batch
 
-    def _build(self, it, event: str, value: object) -> object:
+    def _build(self, it, event: str, value: object, deep=orjson.Fragment) -> object:
+        """A parsed value; containers deeper than MAX_DEPTH become `deep(their JSON text)`."""
         if event not in _OPEN:
             return value
         b = ijson.ObjectBuilder()
         b.event(event, value)
         depth = 1
         while depth:
-            _, event, value = next(it)
+            event, value = next(it)
             if event in _OPEN and depth >= MAX_DEPTH:
                 self.warnings[DEEP_VALUE] += 1
-                b.event("string", orjson.Fragment(self._subtree_text(it, event)))
+                b.event("string", deep(self._subtree_text(it, event)))
                 continue
             b.event(event, value)
             if event in _OPEN:
@@ -221,7 +225,7 @@ class StreamingEvents:
         first = [True]
         is_map = [event == "start_map"]
         while first:
-            _, event, value = next(it)
+            event, value = next(it)
             if event in _CLOSE:
                 out.append("}" if event == "end_map" else "]")
                 first.pop()
