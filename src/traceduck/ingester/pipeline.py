@@ -176,8 +176,13 @@ def ingest_file(path: Path, store: Store, name: str | list[str] | None = None, l
         if not results:  # an empty traceEvents: every table is still written, empty
             results.append(ChunkConverter(0, exact=True).write(parts))
         watch.lap("parse+convert")
-        count, overlaps, op_overlaps, warnings = _merge(path, tmp, parts, layout, results, run_id, jobs, watch,
-                                                        progress)
+        try:
+            count, overlaps, op_overlaps, warnings = _merge(path, tmp, parts, layout, results, run_id, jobs, watch,
+                                                            progress)
+        except duckdb.OutOfMemoryException:  # DuckDB's message is many lines of tuning advice
+            raise InputError(f"{path}: the merge of its events ran out of memory ({MERGE_MEMORY}, spilling included)",
+                             "Its values are too large to sort here (names or args of many MB); shorten them, "
+                             "or free disk space for the spill if that ran out") from None
         warnings.update(read_warnings)
         if cut is not None:
             warnings[f"salvaged: {cut.what} at byte {cut.offset:,}; complete events kept"] = count

@@ -31,11 +31,22 @@ _SPLIT = re.compile(rb"\}\s*,\s*\{")
 _STRUCT = re.compile(rb'["{}\[\]]')
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.S)
 _WS = b" \t\r\n"
+# No event of a profiler trace comes near this; one that does is refused with one line, as
+# parsing and storing it would take several times its size in memory.
+MAX_EVENT_BYTES = 32 << 20
 _WS_TEXT = re.compile(r"[ \t\r\n]*")
 _DECODER = json.JSONDecoder()
 # How far back from the end of the text already searched a `}, {` cut is looked for again (its
 # blanks may straddle a read); longer runs of blanks only make a chunk longer.
 _SPLIT_REACH = 64
+
+
+def too_large(source: RawSource, offset: int, exact: bool = True) -> InputError:
+    """The error for an event of more than MAX_EVENT_BYTES starting at (or near) `offset` of the text."""
+    of = " of the decompressed text" if source.is_gzip else ""
+    at = "at" if exact else "near"
+    return InputError(f"{source.path}: an event larger than {MAX_EVENT_BYTES >> 20} MB {at} byte {offset:,}{of}",
+                      "Profiler events are a few KB; remove or shorten this one")
 
 
 class NotParseable(Exception):
@@ -293,6 +304,8 @@ class ChunkedEvents:
                 # a cut that straddles this end is found next time, unless its blanks are longer
                 # than _SPLIT_REACH: then the chunk is merely longer
                 floor = max(0, len(buf) - _SPLIT_REACH)
+                if len(buf) > MAX_EVENT_BYTES + self.block:  # no cut: one event at least this long
+                    raise too_large(self.source, self.source.offset - len(buf))
             if not data:
                 break
         events, trailer = self._finish(bytes(buf))

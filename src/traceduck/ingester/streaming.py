@@ -18,7 +18,7 @@ import ijson
 import orjson
 
 from ..errors import InputError, NotATrace
-from .reader import RawSource, TraceLayout
+from .reader import MAX_EVENT_BYTES, RawSource, TraceLayout, too_large
 from .repair import Repairer
 
 _OPEN = ("start_map", "start_array")
@@ -69,6 +69,7 @@ class StreamingEvents:
         self.repairer = Repairer()
         self._batch: list = []
         self._in_events = False
+        self._item_start = 0  # input offset (about) where the event being built starts
 
     # -- reading: repaired text, pushed into ijson block by block -------------------------------
 
@@ -85,6 +86,8 @@ class StreamingEvents:
             data = self.source.read(max(READ, len(self.repairer.pending)))
             final = not data
             out = self.repairer.feed(data, final)
+            if len(self.repairer.pending) > MAX_EVENT_BYTES:  # one string longer than any event may be
+                raise too_large(self.source, self.repairer.consumed, exact=False)
             fault = self.repairer.fault
             for start in range(0, len(out), FEED):
                 piece = out[start:start + FEED]
@@ -177,6 +180,7 @@ class StreamingEvents:
                 yield from self._items(it)
                 target = self.layout.trailer
             else:  # metadata is stored as JSON text: a value too deep for it is kept as a string
+                self._item_start = self.repairer.consumed
                 target[key] = self._build(it, event, value, deep=str)
         if not seen_events:
             raise NotATrace(self.source.path, "no traceEvents key")
@@ -189,6 +193,7 @@ class StreamingEvents:
         for event, value in it:
             if event == "end_array":
                 break
+            self._item_start = self.repairer.consumed
             batch.append(self._build(it, event, value))
             self.count += 1
             if len(batch) >= self.batch:
@@ -205,8 +210,12 @@ class StreamingEvents:
         b = ijson.ObjectBuilder()
         b.event(event, value)
         depth = 1
+        values = 0
         while depth:
             event, value = next(it)
+            values += 1
+            if not values & 0xFFFF and self.repairer.consumed - self._item_start > MAX_EVENT_BYTES + READ:
+                raise too_large(self.source, self._item_start, exact=False)
             if event in _OPEN and depth >= MAX_DEPTH:
                 self.warnings[DEEP_VALUE] += 1
                 b.event("string", deep(self._subtree_text(it, event)))
