@@ -39,7 +39,7 @@ def test_ingest_summary_and_no_op(store):
     again = td("ingest", BUGGY, "--store", store)
     assert again.returncode == 0
     run_id = json.loads(td("sql", "SELECT run_id FROM runs WHERE name = 'buggy'", "--store", store, "-f", "json").stdout)[0]["run_id"]
-    assert again.stderr == f"buggy.json.gz: already in the store as run {run_id} (use --force to replace it)\n"
+    assert again.stderr == f"buggy.json.gz: already in the store as run {run_id[:12]} (use --force to replace it)\n"
     assert again.stdout.startswith("0 events -> no new runs")
     forced = td("ingest", BUGGY, "--store", store, "--force", "--name", "again", "--quiet")
     assert forced.returncode == 0 and forced.stdout == "" and forced.stderr == ""

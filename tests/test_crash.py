@@ -109,7 +109,7 @@ def count_events(path: Path) -> int:
 
 
 def run_id_of(path: Path) -> str:
-    return xxhash.xxh3_128(path.read_bytes()).hexdigest()[:12]
+    return xxhash.xxh3_128(path.read_bytes()).hexdigest()
 
 
 def tree(root: Path) -> dict[str, tuple[int, int] | None]:

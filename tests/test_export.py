@@ -169,7 +169,7 @@ def test_step_export_is_exactly_the_step_and_reingests(gpu_run, tmp_path, capsys
     out = tmp_path / "step.json"
     code, _, err = run_cli(capsys, "export", run_id, "-o", out, "--step", GPU_STEP, "--store", store)
     assert code == 0, err
-    assert err == f"{len(expected):,} events from run {run_id}, step {GPU_STEP} -> {out}\n"
+    assert err == f"{len(expected):,} events from run {run_id[:12]}, step {GPU_STEP} -> {out}\n"
     assert_exported(out, doc, expected)
 
     # the point of a step window: GPU work that runs after the CPU window has ended is in it
@@ -204,7 +204,7 @@ def test_time_range_export(gpu_run, tmp_path, capsys):
     out = tmp_path / "range.json.gz"
     code, _, err = run_cli(capsys, "export", run_id, "-o", out, "--start-ns", start, "--end-ns", end, "--store", store)
     assert code == 0, err
-    assert err == f"{len(expected):,} events from run {run_id}, [{start}, {end}) ns -> {out}\n"
+    assert err == f"{len(expected):,} events from run {run_id[:12]}, [{start}, {end}) ns -> {out}\n"
     assert_exported(out, doc, expected)
 
 
@@ -219,7 +219,7 @@ def test_max_events_keeps_the_earliest(gpu_run, tmp_path, capsys):
     assert code == 0, err
     scope = f"[{start}, {end}) ns"
     assert err == (f"Warning: {scope} has {len(window):,} events; kept the first 40 by start time (--max-events).\n"
-                   f"{len(expected):,} events from run {run_id}, {scope} -> {out}\n")
+                   f"{len(expected):,} events from run {run_id[:12]}, {scope} -> {out}\n")
     assert_exported(out, doc, expected)
     # a cap above the window's size changes nothing and warns of nothing
     code, _, err = run_cli(capsys, "export", run_id, "-o", out, "--start-ns", start, "--end-ns", end,
@@ -240,18 +240,18 @@ def test_window_errors(buggy_run, tmp_path, capsys):
     last = max(base + ns(e["ts"]) + ns(e.get("dur", 0)) for e in timed)
     out = tmp_path / "x.json"
     cases = [
-        (["--step", 9], f"no step 9 in run {run_id}. Steps in the run: 2-4."),
+        (["--step", 9], f"no step 9 in run {run_id[:12]}. Steps in the run: 2-4."),
         (["--step", 3, "--start-ns", 1], "--step cannot be combined with a time range (--start/--end, --start-ns/--end-ns). "
                                          "Export one step or one time range."),
         (["--start-ns", 10, "--end-ns", 10], "--end-ns 10 is not after --start-ns 10. "
                                              "Give a range with START < END, in ns as in events.ts_ns."),
-        (["--start-ns", 1, "--end-ns", 2], f"no events in [1, 2) ns of run {run_id}. "
+        (["--start-ns", 1, "--end-ns", 2], f"no events in [1, 2) ns of run {run_id[:12]}. "
                                            f"The run spans {first} to {last} ns (events.ts_ns)."),
         (["--max-events", 0], "--max-events 0 is below 1. Give a positive number of events."),
         (["--metric", "gpu"], "--metric applies to --format folded. Add --format folded, or drop --metric."),
         (["--format", "folded", "--step", 3], "--step, --start, --end, --start-ns, --end-ns and --max-events apply to Chrome traces. "
                                               "Folded stacks cover the whole run: drop those options or use --format chrome."),
-        (["--format", "folded", "--metric", "gpu"], f"run {run_id} has no GPU kernel time to fold. Try --metric cpu_self."),
+        (["--format", "folded", "--metric", "gpu"], f"run {run_id[:12]} has no GPU kernel time to fold. Try --metric cpu_self."),
     ]
     for args, message in cases:
         code, stdout, err = run_cli(capsys, "export", "buggy", "-o", out, *args, "--store", store)
@@ -320,7 +320,7 @@ def test_folded_cpu_self_of_the_buggy_sample(buggy_run, tmp_path, capsys):
     assert all(v > 0 for _, v in rows)
     total = sum(v for _, v in rows)
     assert total == op_self
-    assert err == f"{len(rows):,} stacks, {total:,} ns of cpu_self from run {run_id} -> {out}\n"
+    assert err == f"{len(rows):,} stacks, {total:,} ns of cpu_self from run {run_id[:12]} -> {out}\n"
     heaviest, value = max(rows, key=lambda r: r[1])
     frames = heaviest.split(";")
     assert "tinydecoder.py(31): _read_cache" in frames
@@ -396,7 +396,7 @@ def test_time_range_after_the_run_start(gpu_run, tmp_path, capsys):
     code, _, err = run_cli(capsys, "export", run_id, "-o", out, "--start", f"{ms}.5ms", "--end", f"{(ms + 3) * 1000}us",
                            "--store", store)
     assert code == 0, err
-    assert err == (f"{len(expected):,} events from run {run_id}, [{ms}.5ms, {ms + 3}ms) after the run's start "
+    assert err == (f"{len(expected):,} events from run {run_id[:12]}, [{ms}.5ms, {ms + 3}ms) after the run's start "
                    f"= [{start}, {end}) ns -> {out}\n")
     assert_exported(out, doc, expected)
     # the same window in ns, and as absolute times: the same file
@@ -419,14 +419,14 @@ def test_open_ended_times_after_the_start(buggy_run, tmp_path, capsys):
     code, _, err = run_cli(capsys, "export", "buggy", "-o", out, "--start", "2ms", "--store", store)
     assert code == 0, err
     expected = with_context(evs, range_events(evs, base, first + 2_000_000, last + 1))
-    assert err == (f"{len(expected):,} events from run {run_id}, [2ms, end) after the run's start "
+    assert err == (f"{len(expected):,} events from run {run_id[:12]}, [2ms, end) after the run's start "
                    f"= [{first + 2_000_000}, {last + 1}) ns -> {out}\n")
     assert_exported(out, doc, expected)
     # up to 1500 ns: from the run's start
     code, _, err = run_cli(capsys, "export", "buggy", "-o", out, "--end", "1500ns", "--store", store)
     assert code == 0, err
     expected = with_context(evs, range_events(evs, base, first, first + 1500))
-    assert err == (f"{len(expected):,} events from run {run_id}, [0ns, 1.5us) after the run's start "
+    assert err == (f"{len(expected):,} events from run {run_id[:12]}, [0ns, 1.5us) after the run's start "
                    f"= [{first}, {first + 1500}) ns -> {out}\n")
     assert_exported(out, doc, expected)
 
@@ -448,7 +448,7 @@ def test_times_after_the_start_errors(buggy_run, tmp_path, capsys):
         (["--step", 3, "--end", "1ms"], "--step cannot be combined with a time range (--start/--end, --start-ns/--end-ns). "
                                         "Export one step or one time range."),
         (["--start", "2s"], f"no events in [2s, end) after the run's start = [{run_start(doc) + 2 * 10**9}, "
-                            f"{run_start(doc) + duration + 1}) ns of run {run_id}. "
+                            f"{run_start(doc) + duration + 1}) ns of run {run_id[:12]}. "
                             f"The run lasts {duration / 1e6:.3f} ms ({duration:,} ns)."),
     ]
     for args, message in cases:

@@ -356,3 +356,57 @@ def test_deep_metadata_takes_the_streaming_path(tmp_path, depth, after):
     assert value == "[" * (depth - MAX_DEPTH) + "]" * (depth - MAX_DEPTH) and meta["schemaVersion"] == 1
     assert list(meta) == (["schemaVersion", "deep"] if after else ["deep", "schemaVersion"])
     assert MAX_DEPTH < 1000  # what json can read back
+
+
+# -- 7. run ids: the whole 128-bit hash -------------------------------------------------------------------
+
+def _legacy_store(store: Path, path: Path) -> tuple[str, str]:
+    """A store as an older version wrote it: the run under the first 12 hex digits of the hash,
+    in its directory name and in the run_id column of every table. (new id, old id)"""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    (result,) = traceduck.ingest(path, store=store, jobs=1)
+    new, old = result.run_id, result.run_id[:12]
+    run_dir = store / "runs" / new
+    for table in run_dir.glob("*.parquet"):
+        t = pq.read_table(table)
+        t = t.set_column(t.schema.get_field_index("run_id"), "run_id", pa.array([old] * t.num_rows, pa.string()))
+        pq.write_table(t, table)
+    run_dir.rename(store / "runs" / old)
+    return new, old
+
+
+def test_run_id_is_the_whole_xxh3_128_and_shown_short(tmp_path, store):
+    import xxhash
+    from traceduck.cli import app
+    from typer.testing import CliRunner
+
+    path = staircase_trace(tmp_path / "t.json", 10)
+    full = xxhash.xxh3_128(path.read_bytes()).hexdigest()
+    assert len(full) == 32
+    done = CliRunner().invoke(app, ["ingest", str(path), "--store", str(store), "--jobs", "1"])
+    assert done.exit_code == 0 and f"-> {full[:12]} 't'" in done.stdout and full not in done.stdout
+    with traceduck.open(store) as db:
+        assert db.sql("SELECT run_id FROM runs").fetchall() == [(full,)]
+        assert db.select_runs(full[:12]) == [full]
+    again = CliRunner().invoke(app, ["ingest", str(path), "--store", str(store)])
+    assert again.stderr == f"t.json: already in the store as run {full[:12]} (use --force to replace it)\n"
+
+
+def test_runs_with_48_bit_ids_keep_working(tmp_path, store):
+    """An old store's run answers queries; the same file ingested again is that run (skipped),
+    and with force it is replaced by a run under the whole id, never a second copy."""
+    path = staircase_trace(tmp_path / "t.json", 10)
+    new, old = _legacy_store(store, path)
+    with traceduck.open(store) as db:
+        assert db.select_runs(old) == [old]
+        assert db.sql("SELECT run_id, count(*) FROM events GROUP BY run_id").fetchall() == [(old, 10)]
+    (again,) = traceduck.ingest(path, store=store, jobs=1)
+    assert again.skipped and again.run_id == old
+    (forced,) = traceduck.ingest(path, store=store, jobs=1, force=True)
+    assert not forced.skipped and forced.run_id == new and forced.name == "t"
+    with traceduck.open(store) as db:
+        assert db.sql("SELECT run_id, name, event_count FROM runs").fetchall() == [(new, "t", 10)]
+        assert db.sql("SELECT run_id, count(*) FROM events GROUP BY run_id").fetchall() == [(new, 10)]
+    assert sorted(p.name for p in (store / "runs").iterdir()) == [new]

@@ -331,7 +331,7 @@ def test_errors_suggest(stores, capsys, monkeypatch):
                    "Run `traceduck schema` to list them.\n")
     _, _, err = cli(capsys, monkeypatch, "report", "steps", "--run", "frist", "--store", store)
     with traceduck.open(store) as db:
-        listed = ", ".join(f"{r['run_id']} ({r['name']})" for r in db.runs())
+        listed = ", ".join(f"{r['run_id'][:12]} ({r['name']})" for r in db.runs())
     assert err == f"Error: no run matches 'frist'. Did you mean 'first'? Runs in the store: {listed}.\n"
     _, _, err = cli(capsys, monkeypatch, "sql", "SELECT * FROM evnts", "--store", store)
     assert err == ('Error: Catalog Error: Table with name evnts does not exist! Did you mean "events"? '

@@ -77,24 +77,25 @@ def table_counts(store: Path) -> dict[str, dict[str, int]]:
 def test_label_rename_rm_via_cli(store, ok, fails):
     ok("ingest", BUGGY, FIXED, "--store", store, "-q", "--label", "job=demo")
     buggy, fixed = run_id_of(BUGGY), run_id_of(FIXED)
+    b12, f12 = buggy[:12], fixed[:12]  # messages show run ids by their first 12 hex digits
     before = table_counts(store)
 
-    assert ok("label", "buggy", "kind=cpu", "job=run42", "--store", store) == f"{buggy} 'buggy': job=run42, kind=cpu\n"
-    assert ok("label", "label:job=demo", "note=a=b", "--store", store) == f"{fixed} 'fixed': job=demo, note=a=b\n"
-    assert ok("label", "*", "--remove", "job", "--store", store) == (f"{buggy} 'buggy': kind=cpu\n"
-                                                                     f"{fixed} 'fixed': note=a=b\n")
-    assert ok("label", fixed[:5], "--remove", "note", "--store", store) == f"{fixed} 'fixed': no labels\n"
+    assert ok("label", "buggy", "kind=cpu", "job=run42", "--store", store) == f"{b12} 'buggy': job=run42, kind=cpu\n"
+    assert ok("label", "label:job=demo", "note=a=b", "--store", store) == f"{f12} 'fixed': job=demo, note=a=b\n"
+    assert ok("label", "*", "--remove", "job", "--store", store) == (f"{b12} 'buggy': kind=cpu\n"
+                                                                     f"{f12} 'fixed': note=a=b\n")
+    assert ok("label", fixed[:5], "--remove", "note", "--store", store) == f"{f12} 'fixed': no labels\n"
     assert {r["name"]: r["labels"] for r in runs_json(store)} == {"buggy": {"kind": "cpu"}, "fixed": {}}
 
-    assert ok("rename", "buggy", "before fix", "--store", store) == f"{buggy}: 'buggy' -> 'before fix'\n"
-    assert ok("rename", fixed, "after", "--store", store) == f"{fixed}: 'fixed' -> 'after'\n"
+    assert ok("rename", "buggy", "before fix", "--store", store) == f"{b12}: 'buggy' -> 'before fix'\n"
+    assert ok("rename", fixed, "after", "--store", store) == f"{f12}: 'fixed' -> 'after'\n"
     listed = runs_json(store)
     assert [(r["run_id"], r["name"], r["labels"]) for r in listed] == [(fixed, "after", {}),
                                                                         (buggy, "before fix", {"kind": "cpu"})]
     assert table_counts(store) == before  # the runs' data never changes
     assert {r["run_id"]: r["event_count"] for r in listed} == {buggy: count_events(BUGGY), fixed: count_events(FIXED)}
 
-    runs_hint = f"Runs in the store: {fixed} (after), {buggy} (before fix)."
+    runs_hint = f"Runs in the store: {f12} (after), {b12} (before fix)."
     assert fails("label", "nosuch", "a=b", "--store", store) == f"Error: no run matches 'nosuch'. {runs_hint}\n"
     assert fails("rename", "nosuch", "x", "--store", store) == f"Error: no run matches 'nosuch'. {runs_hint}\n"
     assert fails("rm", "after", "nosuch", "--store", store) == f"Error: no run matches 'nosuch'. {runs_hint}\n"
@@ -105,18 +106,18 @@ def test_label_rename_rm_via_cli(store, ok, fails):
     assert fails("label", "*", "--remove", "job", "--store", store) == \
         "Error: no selected run has label 'job'. Their labels: kind.\n"
     assert fails("rename", "after", "before fix", "--store", store) == \
-        f"Error: run {buggy} is already named 'before fix'. Give another name, or rename that run first.\n"
+        f"Error: run {b12} is already named 'before fix'. Give another name, or rename that run first.\n"
     assert fails("rename", "after", "rank:3", "--store", store) == \
         "Error: 'rank:3' cannot be a run name: it reads as a run selection. Give a name that does not start with label: or rank:.\n"
     assert fails("rename", "*", "x", "--store", store) == \
-        f"Error: '*' matches 2 runs: {fixed}, {buggy}. Select a single run here.\n"
+        f"Error: '*' matches 2 runs: {f12}, {b12}. Select a single run here.\n"
     assert [r["name"] for r in runs_json(store)] == ["after", "before fix"]  # failed commands changed nothing
 
-    assert ok("rm", "after", "--store", store) == f"removed {fixed} 'after'\n"
+    assert ok("rm", "after", "--store", store) == f"removed {f12} 'after'\n"
     assert [r["run_id"] for r in runs_json(store)] == [buggy]
     assert table_counts(store) == {t: {k: v for k, v in n.items() if k == buggy} for t, n in before.items()}
     assert not (store / "runs" / fixed).exists() and os.listdir(store / "tmp") == []
-    assert ok("rm", "before*", "--store", store) == f"removed {buggy} 'before fix'\n"
+    assert ok("rm", "before*", "--store", store) == f"removed {b12} 'before fix'\n"
     assert runs_json(store) == []
     assert fails("rm", "x", "--store", store) == "Error: no run matches 'x'. Runs in the store: none.\n"
     # removed runs come back with a new ingest
@@ -229,7 +230,7 @@ def test_selectors(tmp_path, store, ok, fails, cli):
         assert sel("label:job=a,rank1") == {ids["jobA/rank1"]}  # a name within a job
         assert sel("rank2") == {ids["jobB/rank2"]}
         assert sel(ids["jobA/rank0"][:8]) == {ids["jobA/rank0"]}
-    assert ok("label", "label:job=b,rank:2", "slow=yes", "--store", store) == f"{ids['jobB/rank2']} 'rank2': job=b, slow=yes\n"
+    assert ok("label", "label:job=b,rank:2", "slow=yes", "--store", store) == f"{ids['jobB/rank2'][:12]} 'rank2': job=b, slow=yes\n"
     out = tmp_path / "x.json"
     assert cli("export", "label:job=a,rank:1", "-o", out, "--store", store)[0] == 0
     assert load_json(out)["traceEvents"][0]["name"] == "op1"
@@ -237,7 +238,7 @@ def test_selectors(tmp_path, store, ok, fails, cli):
         ("rank:7", "no run has rank 7. Ranks in the store: 0, 1, 2."),
         ("rank:x", "'rank:x' is not rank:N. Select a rank like rank:0."),
         ("worker*", "no run name matches 'worker*'. Runs in the store: " + ", ".join(
-            f"{ids[k]} ({n})" for k, n in [("jobB/rank0", "jobB/rank0"), ("jobB/rank1", "jobB/rank1"),
+            f"{ids[k][:12]} ({n})" for k, n in [("jobB/rank0", "jobB/rank0"), ("jobB/rank1", "jobB/rank1"),
                                            ("jobA/rank0", "rank0"), ("jobA/rank1", "rank1"),
                                            ("jobB/rank2", "rank2")]) + "."),
         ("label:job=a,rank:2", "no run matches every term of 'label:job=a,rank:2'. "
@@ -249,7 +250,7 @@ def test_selectors(tmp_path, store, ok, fails, cli):
     for selection, message in errors:
         assert fails("rm", selection, "--store", store) == f"Error: {message}\n", selection
     assert fails("export", "rank:0", "-o", out, "--store", store) == \
-        f"Error: 'rank:0' matches 2 runs: {ids['jobB/rank0']}, {ids['jobA/rank0']}. Select a single run here.\n"
+        f"Error: 'rank:0' matches 2 runs: {ids['jobB/rank0'][:12]}, {ids['jobA/rank0'][:12]}. Select a single run here.\n"
     assert len(runs_json(store)) == 5
 
 
@@ -262,9 +263,9 @@ def test_rank_selector_without_ranks(store, ok, fails):
 def test_names_with_pattern_characters_and_commas_select_themselves(store, ok):
     ok("ingest", BUGGY, "--store", store, "-q", "--name", "a,b [x]*")
     ok("ingest", FIXED, "--store", store, "-q", "--name", "a")
-    assert ok("label", "a,b [x]*", "k=v", "--store", store) == f"{run_id_of(BUGGY)} 'a,b [x]*': k=v\n"
-    assert ok("label", "a*", "k=w", "--store", store) == (f"{run_id_of(FIXED)} 'a': k=w\n"
-                                                         f"{run_id_of(BUGGY)} 'a,b [x]*': k=w\n")
+    assert ok("label", "a,b [x]*", "k=v", "--store", store) == f"{run_id_of(BUGGY)[:12]} 'a,b [x]*': k=v\n"
+    assert ok("label", "a*", "k=w", "--store", store) == (f"{run_id_of(FIXED)[:12]} 'a': k=w\n"
+                                                         f"{run_id_of(BUGGY)[:12]} 'a,b [x]*': k=w\n")
 
 
 def csvlines(text: str):

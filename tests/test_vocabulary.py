@@ -223,7 +223,7 @@ def test_a_store_from_an_older_version_asks_for_reingest(tmp_path, store):
     new_trace = write_trace(tmp_path / "new.json", [x("aten::mul", 0, 10)])
     old = traceduck.ingest(old_trace, store=store)[0].run_id
     _drop_columns(Store(store).run_dir(old), ["is_cpu_op", "is_top_level_op"])
-    message = (f"run {old} in {store} comes from another traceduck version (events lacks is_cpu_op, is_top_level_op). "
+    message = (f"run {old[:12]} in {store} comes from another traceduck version (events lacks is_cpu_op, is_top_level_op). "
                f"Re-ingest its trace: traceduck ingest {old_trace} --store {store} --force.")
     with pytest.raises(StoreError) as e:
         traceduck.open(store)
@@ -255,5 +255,5 @@ def test_a_store_opened_before_an_old_run_arrives_stops_at_it(tmp_path, store):
         shutil.copytree(Store(other).run_dir(run), Store(store).run_dir(run))
         with pytest.raises(StoreError) as e:
             db.sql("SELECT count(*) FROM cpu_ops")
-        assert e.value.message == (f"run {run} in {store} comes from another traceduck version "
+        assert e.value.message == (f"run {run[:12]} in {store} comes from another traceduck version "
                                    "(events lacks is_top_level_op)")

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from .db import Database
 from .errors import InputError, NotATrace, TraceduckError
-from .store import Store
+from .store import Store, short_id
 
 if TYPE_CHECKING:  # the ingester (pyarrow, numpy) loads only when something is ingested
     from .export import ExportResult
@@ -254,7 +254,7 @@ def rename(run: str, name: str, store: str | os.PathLike | None = None) -> tuple
         others = [r["run_id"] for r in st.run_rows(["run_id", "name"])
                   if r["name"] == name and r["run_id"] != run_id]
         if others:
-            raise InputError(f"run {others[0]} is already named {name!r}", "Give another name, or rename that run first")
+            raise InputError(f"run {short_id(others[0])} is already named {name!r}", "Give another name, or rename that run first")
         old.append(row["name"])
         return {**row, "name": name}
 

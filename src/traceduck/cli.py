@@ -19,6 +19,7 @@ import typer
 from . import __version__
 from .errors import InputError, TraceduckError
 from .render import PEOPLE, Format, View, escape, integral, render, render_batches
+from .store import short_id
 from .units import column_kind, size
 
 if TYPE_CHECKING:
@@ -103,7 +104,7 @@ def ingest(
             if not quiet:
                 err.write(f"{r.path}: not a trace ({r.not_a_trace}), skipped\n")
         elif r.skipped and not quiet:
-            err.write(f"{r.path.name}: already in the store as run {r.run_id} (use --force to replace it)\n")
+            err.write(f"{r.path.name}: already in the store as run {short_id(r.run_id)} (use --force to replace it)\n")
         elif r.warnings and not quiet:
             listed = ", ".join(f"{v:,} {k}" for k, v in sorted(r.warnings.items()))
             err.write(f"{r.path.name}: warnings: {listed}\n")
@@ -113,7 +114,7 @@ def ingest(
         st = Store(store)
         new = [r for r in results if not r.skipped]
         events = sum(r.events for r in new)
-        runs = ", ".join(f"{r.run_id} '{r.name}'" for r in new) or "no new runs"
+        runs = ", ".join(f"{short_id(r.run_id)} '{r.name}'" for r in new) or "no new runs"
         typer.echo(f"{events:,} events -> {runs} in {time.perf_counter() - started:.1f} s, "
                    f"store {size(st.size_bytes())} ({st.path})")
 
@@ -176,7 +177,7 @@ def label_runs(
     from .api import label as label_traces
 
     for r in label_traces(run, _labels(labels or [], option=""), remove=remove, store=store):
-        typer.echo(f"{r['run_id']} '{r['name']}': {_show_labels(r['labels'])}")
+        typer.echo(f"{short_id(r['run_id'])} '{r['name']}': {_show_labels(r['labels'])}")
 
 
 @app.command()
@@ -189,7 +190,7 @@ def rename(
     from .api import rename as rename_trace
 
     run_id, old, new = rename_trace(run, name, store=store)
-    typer.echo(f"{run_id}: '{old}' -> '{new}'")
+    typer.echo(f"{short_id(run_id)}: '{old}' -> '{new}'")
 
 
 @app.command("rm")
@@ -202,7 +203,7 @@ def remove_runs(
     from .api import remove as remove_traces
 
     for run_id, name in remove_traces(runs, store=store):
-        typer.echo(f"removed {run_id} '{name}'")
+        typer.echo(f"removed {short_id(run_id)} '{name}'")
 
 
 @app.command()
@@ -425,13 +426,13 @@ def export(
     run_id = result.run_id
     err = typer.get_text_stream("stderr")
     if result.format == "folded":
-        err.write(f"{result.stacks:,} stacks, {result.total:,} ns of {result.metric} from run {run_id} -> {output}\n")
+        err.write(f"{result.stacks:,} stacks, {result.total:,} ns of {result.metric} from run {short_id(run_id)} -> {output}\n")
         return
     if result.is_cut:
         err.write(f"Warning: {result.scope} has {result.window_events:,} events; kept the first {result.kept_events:,} "
                   "by start time (--max-events).\n")
     scope = f", {result.scope}" if result.scope else ""
-    err.write(f"{result.events:,} events from run {run_id}{scope} -> {output}\n")
+    err.write(f"{result.events:,} events from run {short_id(run_id)}{scope} -> {output}\n")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -33,7 +33,7 @@ import duckdb
 from . import reference
 from .catalog import Relation, documented_relations, schema_stamp, sql_dir, tables, view_files
 from .errors import QueryError, RunSelectionError, StoreError, did_you_mean, with_suggestion
-from .store import LAYOUT_VERSION, Store
+from .store import LAYOUT_VERSION, Store, short_id
 
 if TYPE_CHECKING:
     from .export import ExportResult
@@ -381,9 +381,9 @@ class Database:
                 source = "TRACE"
             command = f"traceduck ingest {shlex.quote(source)} --store {shlex.quote(str(self.store.path))} --force"
             if len(stale) == 1:
-                raise StoreError(f"run {run} in {self.store.path} comes from another traceduck version ({missing})",
+                raise StoreError(f"run {short_id(run)} in {self.store.path} comes from another traceduck version ({missing})",
                                  f"Re-ingest its trace: {command}")
-            raise StoreError(f"run {run} and {len(stale) - 1} more in {self.store.path} come from another traceduck "
+            raise StoreError(f"run {short_id(run)} and {len(stale) - 1} more in {self.store.path} come from another traceduck "
                              f"version ({missing})", f"Re-ingest their traces with --force, e.g. {command}")
 
     def _missing_columns(self, run: str) -> str:
@@ -685,7 +685,7 @@ class Database:
         """Exactly one run id from a selection (see select_runs)."""
         found = self.select_runs(selection)
         if len(found) != 1:
-            raise RunSelectionError(f"{selection!r} matches {len(found)} runs: {', '.join(found[:10])}",
+            raise RunSelectionError(f"{selection!r} matches {len(found)} runs: {', '.join(short_id(f) for f in found[:10])}",
                                     "Select a single run here")
         return found[0]
 
@@ -769,7 +769,7 @@ def _is_filter(term: str) -> bool:
 
 
 def _listed(runs: list[dict]) -> str:
-    shown = ", ".join(f"{r['run_id']} ({r['name']})" for r in runs[:LISTED]) or "none"
+    shown = ", ".join(f"{short_id(r['run_id'])} ({r['name']})" for r in runs[:LISTED]) or "none"
     more = len(runs) - LISTED
     return shown + (f" and {more:,} more (`traceduck runs` lists them)" if more > 0 else "")
 

@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 from .db import Database
 from .errors import ExportError, InputError
 from .folded import write_folded
-from .store import Store
+from .store import Store, short_id
 
 _BATCH = 65536
 _EVENT_COLUMNS = ["event_id", "phase", "category", "name", "pid", "tid", "pid_is_text", "tid_is_text", "ts_ns",
@@ -326,7 +326,7 @@ def export_window(db: Database, run_id: str, out: str | os.PathLike, window: Win
             if window.step not in steps:
                 hint = (f"Steps in the run: {_ranges(steps)}" if steps else
                         "The run has no ProfilerStep#N annotation; export a time range with --start-ns/--end-ns")
-                raise ExportError(f"no step {window.step} in run {run_id}", hint)
+                raise ExportError(f"no step {window.step} in run {short_id(run_id)}", hint)
             picked, params = _STEP_EVENTS, {"step": window.step}
         else:
             start, end = _bounds(window, run)
@@ -339,7 +339,7 @@ def export_window(db: Database, run_id: str, out: str | os.PathLike, window: Win
                 hint = f"The run lasts {lasts / 1e6:,.3f} ms ({lasts:,} ns)"
             else:
                 hint = f"The run spans {run['start_ns']} to {run['end_ns']} ns (events.ts_ns)"
-            raise ExportError(f"no events in {_describe(window, run)} of run {run_id}", hint)
+            raise ExportError(f"no events in {_describe(window, run)} of run {short_id(run_id)}", hint)
         kept = total
         if window.max_events is not None and total > window.max_events:
             one.sql("DELETE FROM _export_picked WHERE event_id NOT IN "

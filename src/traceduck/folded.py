@@ -7,6 +7,7 @@ from pathlib import Path
 
 from .db import Database
 from .errors import ExportError, InputError
+from .store import short_id
 
 METRICS = ("cpu_self", "gpu")
 
@@ -62,7 +63,7 @@ def folded_stacks(db: Database, run_id: str, metric: str = "cpu_self") -> list[t
     if not rows:
         what = "CPU op self time" if metric == "cpu_self" else "GPU kernel time"
         other = "gpu" if metric == "cpu_self" else "cpu_self"
-        raise ExportError(f"run {run_id} has no {what} to fold", f"Try --metric {other}")
+        raise ExportError(f"run {short_id(run_id)} has no {what} to fold", f"Try --metric {other}")
     return [(stack, int(value)) for stack, value in rows]
 
 

@@ -21,6 +21,7 @@ from typing import TextIO
 import orjson
 
 from . import units
+from .store import short_id
 
 
 class Format(str, Enum):
@@ -259,6 +260,8 @@ def cells_for_people(columns: list[str], rows: list[tuple], view: View
             starts = [view.run_starts.get(row[run_at]) for row in rows] if run_at is not None \
                 else [view.run_starts.get(view.run_id)] * len(rows)
         text, is_number, is_text = _column_cells([row[i] for row in rows], kind, scale, starts)
+        if columns[i] == RUN_ID:  # people see the short form; csv and json keep the whole id
+            text = [short_id(t) for t in text]
         cols.append(text)
         right.append(is_number)
         shrinkable.append(is_text and kind != "id" and columns[i] != "run_name")

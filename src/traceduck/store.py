@@ -43,7 +43,13 @@ from .errors import StoreError
 
 STORE_ENV = "TRACEDUCK_STORE"
 DEFAULT_STORE = "traceduck.store"
-RUN_ID_HEX = 12
+# Run ids are the whole 128-bit xxh3 of the file's bytes: with fewer bits a crafted file could
+# share another's id, and its ingest would silently be a no-op (or, forced, replace that run).
+RUN_ID_HEX = 32
+# Stores written before kept 48 bits, the first 12 hex digits of the same hash: such a run is the
+# same file as a new id that starts with it.
+LEGACY_RUN_ID_HEX = 12
+SHOWN_RUN_ID_HEX = 12  # what messages and tables show; any unique prefix selects a run
 # Version of the tables' layout, stored with every run (`runs.layout_version`). Bump it when a
 # stored column changes meaning or a column that views need is added: runs written before would
 # otherwise read as NULLs or old spellings (Parquet files are read by column name) and give
@@ -85,6 +91,16 @@ def content_run_id(path: Path, block: int = 8 << 20) -> str:
                 break
             h.update(data)
     return h.hexdigest()[:RUN_ID_HEX]
+
+
+def legacy_run_id(run_id: str) -> str:
+    """The id an older store gave the same file."""
+    return run_id[:LEGACY_RUN_ID_HEX]
+
+
+def short_id(run_id: str) -> str:
+    """A run id as people see it (a prefix that selects the run)."""
+    return run_id[:SHOWN_RUN_ID_HEX]
 
 
 class Store:

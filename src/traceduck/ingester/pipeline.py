@@ -23,8 +23,8 @@ import pyarrow.parquet as pq
 
 from .. import __version__, reference
 from ..catalog import arrow_schemas, reference_sql, schema_stamp
-from ..errors import InputError
-from ..store import LAYOUT_VERSION, Store, content_run_id
+from ..errors import InputError, StoreError
+from ..store import LAYOUT_VERSION, Store, content_run_id, legacy_run_id
 from .convert import ChunkConverter, ChunkResult, convert_chunk, part_name, read_part
 from .frames import StackInterner, split_frame
 from .nesting import Nester
@@ -120,13 +120,15 @@ def default_names(files: list[Path]) -> dict[Path, list[str]]:
             level[f] += 1
 
 
-def _pick_name(name: str | list[str] | None, path: Path, run_id: str, taken: dict[str, set[str]] | None) -> str:
-    """The name given, else the first candidate (default: the file name) that no other run has."""
+def _pick_name(name: str | list[str] | None, path: Path, run_ids: set[str], taken: dict[str, set[str]] | None
+               ) -> str:
+    """The name given, else the first candidate (default: the file name) that no other run (not
+    one of `run_ids`, this file's) has."""
     if isinstance(name, str):
         return name
     candidates = name or [run_name_for(path)]
     for c in candidates:
-        if not (taken or {}).get(c, set()) - {run_id}:
+        if not (taken or {}).get(c, set()) - run_ids:
             return c
     return candidates[-1]
 
@@ -149,10 +151,15 @@ def ingest_file(path: Path, store: Store, name: str | list[str] | None = None, l
         run_id = content_run_id(path)
     except OSError as e:
         raise InputError(f"{path}: cannot read ({e.strerror})") from None
-    name = _pick_name(name, path, run_id, taken)
+    # the same file ingested by an older version, under its shorter id: the same run (skipped),
+    # or with force replaced by this one under the new id
+    legacy = legacy_run_id(run_id)
+    old = legacy if legacy != run_id and store.has_run(legacy) else None
+    name = _pick_name(name, path, {run_id, old or run_id}, taken)
     watch.lap("hash")
-    if store.has_run(run_id) and not force:
-        return IngestResult(run_id, name, path, 0, time.perf_counter() - started, skipped=True)
+    if not force and (store.has_run(run_id) or old):
+        return IngestResult(run_id if store.has_run(run_id) else old, name, path, 0, time.perf_counter() - started,
+                            skipped=True)
     jobs = jobs or default_jobs()
     tmp = store.new_tmp_dir(run_id)
     try:
@@ -195,6 +202,11 @@ def ingest_file(path: Path, store: Store, name: str | list[str] | None = None, l
     except BaseException:
         store.discard(tmp)
         raise
+    if old is not None:
+        try:
+            store.remove_runs([old])
+        except StoreError:  # removed meanwhile by another process
+            pass
     watch.lap("publish")
     if progress:
         progress(path.stat().st_size, count, "done")
