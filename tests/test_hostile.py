@@ -410,3 +410,90 @@ def test_runs_with_48_bit_ids_keep_working(tmp_path, store):
         assert db.sql("SELECT run_id, name, event_count FROM runs").fetchall() == [(new, "t", 10)]
         assert db.sql("SELECT run_id, count(*) FROM events GROUP BY run_id").fetchall() == [(new, 10)]
     assert sorted(p.name for p in (store / "runs").iterdir()) == [new]
+
+
+# -- 9. secrets in top-level metadata ------------------------------------------------------------------------
+
+SECRET_META = {
+    "schemaVersion": 1,
+    "metadata": {"system": {"env": {"HF_TOKEN": "hf_live", "PATH": "/usr/bin"}, "hostname": "box"}},
+    "api_key": "sk-live",
+    "Authorization": {"bearer": "abc"},
+    "launcher": {"environ": ["WANDB_API_KEY=w1", "OMP_NUM_THREADS=4"], "db_password": "pw", "retries": 3},
+    "distributedInfo": {"rank": 0, "world_size": 1},
+}
+SECRET_TRAILER = {"Client_Secret": "cs", "traceName": "t"}
+
+
+def _redacted(meta: dict) -> dict:
+    """SECRET_META and SECRET_TRAILER as redaction must leave them, written out by hand."""
+    r = "<redacted>"
+    return {
+        "schemaVersion": 1,
+        "metadata": {"system": {"env": {"HF_TOKEN": r, "PATH": r}, "hostname": "box"}},
+        "api_key": r,
+        "Authorization": r,
+        "launcher": {"environ": [f"WANDB_API_KEY={r}", f"OMP_NUM_THREADS={r}"], "db_password": r, "retries": 3},
+        "distributedInfo": {"rank": 0, "world_size": 1},
+        "Client_Secret": r, "traceName": "t",
+    }
+
+
+@pytest.fixture
+def secret_run(tmp_path, store):
+    events = [_event(0, name="ProfilerStep#1", dur=100, cat="user_annotation"), _event(10, name="aten::add", dur=5)]
+    path = tmp_path / "secret.json"
+    text = json.dumps({**SECRET_META, "traceEvents": events, **SECRET_TRAILER})
+    path.write_text(text)
+    traceduck.ingest(path, store=store, jobs=1)
+    return store, path, json.loads(text)
+
+
+def _top_level(path: Path) -> dict:
+    return {k: v for k, v in json.loads(path.read_text()).items() if k != "traceEvents"}
+
+
+def test_window_exports_redact_secrets_by_default(secret_run, tmp_path):
+    from traceduck.cli import app
+    from typer.testing import CliRunner
+
+    store, _, doc = secret_run
+    original = {k: v for k, v in doc.items() if k != "traceEvents"}
+    step = tmp_path / "step.json"
+    done = CliRunner().invoke(app, ["export", "secret", "-o", str(step), "--step", "1", "--store", str(store)])
+    assert done.exit_code == 0, done.output
+    # 8: HF_TOKEN and PATH (env), api_key, Authorization, the two environ entries, db_password, Client_Secret
+    assert done.stderr.endswith("Redacted 8 metadata values that look like secrets (--no-redact keeps them).\n")
+    assert _top_level(step) == _redacted(original)
+    assert list(_top_level(step)) == list(original)  # keys keep their order
+    assert json.loads(step.read_text())["traceEvents"] == doc["traceEvents"]  # events are never touched
+    kept = tmp_path / "kept.json"
+    done = CliRunner().invoke(app, ["export", "secret", "-o", str(kept), "--start", "0ms", "--end", "1ms",
+                                    "--no-redact", "--store", str(store)])
+    assert done.exit_code == 0 and "Redacted" not in done.stderr
+    assert _top_level(kept) == original
+
+
+def test_whole_run_exports_stay_exact_unless_asked(secret_run, tmp_path):
+    store, _, doc = secret_run
+    original = {k: v for k, v in doc.items() if k != "traceEvents"}
+    whole = tmp_path / "whole.json"
+    assert traceduck.export("secret", whole, store=store).redacted == 0
+    assert json.loads(whole.read_text()) == doc
+    asked = tmp_path / "asked.json"
+    assert traceduck.export("secret", asked, store=store, redact=True).redacted == 8
+    assert _top_level(asked) == _redacted(original)
+
+
+def test_redaction_on_a_public_trace_with_a_token(tmp_path, store):
+    """A public trace carries HF_TOKEN in metadata.system.env; a time window of it does not."""
+    from conftest import load_json, shared_dir
+
+    path = shared_dir() / "public/AMD-AGI__TraceLens/tests/traces/h100/gaunernst_bert-small-uncased__1016001.json.gz"
+    env = load_json(path, exact=False)["metadata"]["system"]["env"]
+    assert env["HF_TOKEN"] != "<redacted>"
+    traceduck.ingest(path, store=store, jobs=1)
+    out = tmp_path / "window.json"
+    result = traceduck.export("gaunernst_bert-small-uncased__1016001", out, store=store, start="0ms", end="1ms")
+    shared = json.loads(out.read_text())["metadata"]["system"]["env"]
+    assert shared == dict.fromkeys(env, "<redacted>") and result.redacted >= len(env)

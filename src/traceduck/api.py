@@ -75,13 +75,15 @@ def ingest(paths: str | os.PathLike | Iterable[str | os.PathLike], store: str | 
     names that collide (two files, or another run in the store) get their parent directory
     prefixed; see `default_names`."""
     from .ingester import IngestResult, default_jobs, ingest_file
-    from .ingester.pipeline import default_names
+    from .ingester.pipeline import PARALLEL_MIN_BYTES, default_names, start_workers
     from .ingester.reader import sniff
 
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     listed = _expand(paths)
     files = [f for f, _ in listed]
+    if (jobs or default_jobs()) > 1 and (len(files) > 1 or any(_size(f) >= PARALLEL_MIN_BYTES for f in files)):
+        start_workers()  # worker processes will be needed: their server starts while the store is read
     if name is not None and len(files) > 1:
         raise InputError("--name applies to one file, but several were given", "Use --label to tag many runs")
     st = Store(store, create=True)
@@ -117,6 +119,13 @@ def ingest(paths: str | os.PathLike | Iterable[str | os.PathLike], store: str | 
     _settle_duplicates(files, results, st)
     _raise_first(files, results, errors)
     return [results[f] for f in files]
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:  # ingest says what is wrong with it
+        return 0
 
 
 def _not_a_trace(path: Path, reason: str) -> IngestResult:
@@ -162,13 +171,12 @@ def _ingest_many(files: list[Path], names: dict[Path, str | list[str]], taken: d
                  progress: Callable[[Path, int, int, str], None] | None, salvage: bool,
                  results: dict[Path, IngestResult], errors: list[tuple[Path, TraceduckError]]) -> None:
     """One file per worker process (e.g. one trace per rank); the others land if one fails."""
-    import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
     from .ingester import ingest_file
+    from .ingester.pipeline import worker_context
 
-    ctx = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
-    with ProcessPoolExecutor(max_workers=min(jobs, len(files)), mp_context=ctx) as pool:
+    with ProcessPoolExecutor(max_workers=min(jobs, len(files)), mp_context=worker_context()) as pool:
         futures = {pool.submit(ingest_file, f, st, name=names[f], labels=labels, force=force, jobs=1,
                                salvage=salvage, taken=taken): f for f in files}
         for fut in as_completed(futures):
@@ -191,11 +199,11 @@ def open(store: str | os.PathLike | None = None) -> Database:  # noqa: A001 - mi
 def export(run: str, output: str | os.PathLike, store: str | os.PathLike | None = None,
            format: str = "chrome", step: int | None = None, start: str | int | None = None,  # noqa: A002
            end: str | int | None = None, start_ns: int | None = None, end_ns: int | None = None,
-           max_events: int | None = None, metric: str | None = None) -> ExportResult:
+           max_events: int | None = None, metric: str | None = None, redact: bool | None = None) -> ExportResult:
     """Write run `run` (an id, a unique id prefix or a name) to `output`: see `Database.export`."""
     with open(store) as db:
         return db.export(run, output, format=format, step=step, start=start, end=end, start_ns=start_ns,
-                         end_ns=end_ns, max_events=max_events, metric=metric)
+                         end_ns=end_ns, max_events=max_events, metric=metric, redact=redact)
 
 
 def _selected(db: Database, selections: Iterable[str]) -> list[dict]:

@@ -416,13 +416,18 @@ def export(
     metric: Optional[FoldedMetric] = typer.Option(None, "--metric", case_sensitive=False,
                                                   help="Folded value: cpu_self (CPU op self time, ns) or gpu "
                                                        "(kernel time, ns) [default: cpu_self].", show_default=False),
+    redact: Optional[bool] = typer.Option(None, "--redact/--no-redact", help="Replace the values of top-level "
+                                          "metadata keys that look like secrets (TOKEN, SECRET, PASSWORD, KEY, "
+                                          "CREDENTIAL, AUTH) and of env mappings [default: on for --step and "
+                                          "time ranges, off for the whole run].", show_default=False),
 ) -> None:
     """Write a run, or one step or time range of it, as a Chrome trace (events and args as ingested),
     or its folded stacks."""
     from .api import export as export_run
 
     result = export_run(run, output, store=store, format=format.value, step=step, start=start, end=end,
-                        start_ns=start_ns, end_ns=end_ns, max_events=max_events, metric=metric.value if metric else None)
+                        start_ns=start_ns, end_ns=end_ns, max_events=max_events, metric=metric.value if metric else None,
+                        redact=redact)
     run_id = result.run_id
     err = typer.get_text_stream("stderr")
     if result.format == "folded":
@@ -433,6 +438,9 @@ def export(
                   "by start time (--max-events).\n")
     scope = f", {result.scope}" if result.scope else ""
     err.write(f"{result.events:,} events from run {short_id(run_id)}{scope} -> {output}\n")
+    if result.redacted:
+        err.write(f"Redacted {result.redacted:,} metadata value{'s' * (result.redacted != 1)} that look like secrets "
+                  "(--no-redact keeps them).\n")
 
 
 def main(argv: list[str] | None = None) -> None:

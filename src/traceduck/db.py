@@ -535,13 +535,16 @@ class Database:
     def export(self, run: str, output: str | os.PathLike, format: str = "chrome",  # noqa: A002
                step: int | None = None, start: str | int | None = None, end: str | int | None = None,
                start_ns: int | None = None, end_ns: int | None = None, max_events: int | None = None,
-               metric: str | None = None) -> ExportResult:
+               metric: str | None = None, redact: bool | None = None) -> ExportResult:
         """Write run `run` (an id, a unique id prefix or a name) to `output`. `format="chrome"`: a
         Chrome trace (gzip when `output` ends in .gz) of the whole run, of profiler step `step`, or
         of the events overlapping [start, end): `start`/`end` after the run's start (`"12.5ms"`,
         `"300us"`, or integer ns), or `start_ns`/`end_ns` absolute (`events.ts_ns`); each event as
         ingested; `max_events` keeps the earliest ones. `format="folded"`: folded stacks, `metric`
-        `cpu_self` (the default) or `gpu`. Returns what was written (`ExportResult`)."""
+        `cpu_self` (the default) or `gpu`. `redact` replaces the values of top-level metadata keys
+        that look like secrets (TOKEN, SECRET, PASSWORD, KEY, CREDENTIAL, AUTH) and of `env`
+        mappings; by default on for a step or time range, off for the whole run (exact). Returns
+        what was written (`ExportResult`)."""
         from .export import Window, export, parse_offset
 
         def offset(value: str | int | None, option: str) -> int | None:
@@ -549,7 +552,7 @@ class Database:
 
         window = Window(step=step, start_ns=start_ns, end_ns=end_ns, max_events=max_events,
                         start_offset_ns=offset(start, "--start"), end_offset_ns=offset(end, "--end"))
-        return export(self, self.resolve_run(run), output, format, window, metric)
+        return export(self, self.resolve_run(run), output, format, window, metric, redact)
 
     def scoped(self, run_ids: list[str]) -> Database:
         """Another connection whose tables and views hold only these runs (reads only their files)."""

@@ -99,6 +99,13 @@ _CONTEXT_STATEMENTS = [
 ]
 
 
+# Top-level metadata can carry the profiled process's environment (tokens, keys). Redacting
+# replaces the value of every key whose name looks like a secret, and every value of an
+# environment mapping, with REDACTED; keys, events and args stay as they are.
+_SECRET_KEY = re.compile(r"TOKEN|SECRET|PASSWORD|KEY|CREDENTIAL|AUTH", re.I)
+_ENV_KEYS = frozenset(("env", "environ", "environment"))
+REDACTED = "<redacted>"
+
 _UNIT_NS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 _OFFSET = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*(ns|us|ms|s)\s*")
 
@@ -158,6 +165,7 @@ class ExportResult:
     total: int = 0
     metric: str | None = None
     scope: str | None = None  # the window in words: 'step 552', '[A, B) ns'
+    redacted: int = 0  # metadata values replaced by REDACTED
 
     @property
     def is_cut(self) -> bool:
@@ -237,9 +245,37 @@ def _events(event_batches: Iterable[pa.RecordBatch], arg_batches: Iterable[pa.Re
             yield ev
 
 
-def _write_trace(run: dict, out: Path, events: Iterable[dict]) -> int:
-    """Write a Chrome trace with the run's top-level keys, in their order, around `events`."""
+def redact_secrets(meta: dict) -> int:
+    """Replace secrets in top-level metadata, in place (see _SECRET_KEY); returns how many values.
+    An environment given as a list of `NAME=value` strings keeps the names."""
+    count = 0
+    todo: list = [meta]  # no recursion: metadata may be nested hundreds deep
+    while todo:
+        node = todo.pop()
+        if isinstance(node, list):
+            todo.extend(x for x in node if isinstance(x, (dict, list)))
+            continue
+        for key, value in node.items():
+            if key.lower() in _ENV_KEYS and isinstance(value, dict):
+                count += len(value)
+                node[key] = dict.fromkeys(value, REDACTED)
+            elif key.lower() in _ENV_KEYS and isinstance(value, list):
+                count += len(value)
+                node[key] = [f"{x.split('=', 1)[0]}={REDACTED}" if isinstance(x, str) and "=" in x else REDACTED
+                             for x in value]
+            elif _SECRET_KEY.search(key) or key.lower() in _ENV_KEYS:
+                count += 1
+                node[key] = REDACTED
+            elif isinstance(value, (dict, list)):
+                todo.append(value)
+    return count
+
+
+def _write_trace(run: dict, out: Path, events: Iterable[dict], redact: bool = False) -> tuple[int, int]:
+    """Write a Chrome trace with the run's top-level keys, in their order, around `events`;
+    (events written, metadata values redacted)."""
     meta = json.loads(run["metadata_json"])
+    redacted = redact_secrets(meta) if redact else 0
     try:
         raw = gzip.open(out, "wb") if out.name.endswith(".gz") else open(out, "wb")
     except OSError as e:
@@ -265,20 +301,21 @@ def _write_trace(run: dict, out: Path, events: Iterable[dict]) -> int:
             for key, value in list(meta.items())[run["events_key_index"]:]:
                 f.write(b",\n" + orjson.dumps(key) + b": " + json.dumps(value, ensure_ascii=False).encode())
             f.write(b"\n}\n")
-    return count
+    return count, redacted
 
 
 def _run_row(store: Store, run_id: str) -> dict:
     return pq.read_table(store.run_dir(run_id) / "runs.parquet").to_pylist()[0]
 
 
-def export_run(store: Store, run_id: str, out: str | os.PathLike) -> int:
-    """Write run `run_id` as a Chrome trace JSON file (gzip when OUT ends in .gz). Returns events written."""
+def export_run(store: Store, run_id: str, out: str | os.PathLike, redact: bool = False) -> tuple[int, int]:
+    """Write run `run_id` as a Chrome trace JSON file (gzip when OUT ends in .gz), exact unless
+    `redact`. Returns (events written, metadata values redacted)."""
     run_dir = store.run_dir(run_id)
     run = _run_row(store, run_id)
     events = pq.ParquetFile(run_dir / "events.parquet").iter_batches(batch_size=_BATCH, columns=_EVENT_COLUMNS)
     args = pq.ParquetFile(run_dir / "args.parquet").iter_batches(batch_size=_BATCH, columns=_ARG_COLUMNS)
-    return _write_trace(run, Path(out), _events(events, args, run["base_time_ns"] or 0))
+    return _write_trace(run, Path(out), _events(events, args, run["base_time_ns"] or 0), redact)
 
 
 def _ranges(values: list[int]) -> str:
@@ -315,9 +352,11 @@ def check_window(window: Window) -> None:
         raise ExportError(f"--max-events {window.max_events} is below 1", "Give a positive number of events")
 
 
-def export_window(db: Database, run_id: str, out: str | os.PathLike, window: Window) -> ExportResult:
+def export_window(db: Database, run_id: str, out: str | os.PathLike, window: Window, redact: bool = True
+                  ) -> ExportResult:
     """Write one window of run `run_id` as a Chrome trace: the window's events, the flows between
-    them and the metadata of their processes and threads, each event exactly as ingested."""
+    them and the metadata of their processes and threads, each event exactly as ingested; the
+    top-level metadata with its secrets redacted unless `redact` is off."""
     check_window(window)
     with db.scoped([run_id]) as one:
         run = _run_row(db.store, run_id)
@@ -354,9 +393,9 @@ def export_window(db: Database, run_id: str, out: str | os.PathLike, window: Win
         args = one.sql(f"SELECT {', '.join(_ARG_COLUMNS)} FROM args "
                        "WHERE event_id IN (SELECT event_id FROM _export_ids) ORDER BY event_id, arg_index"
                        ).to_arrow_reader(_BATCH)
-        written = _write_trace(run, Path(out), _events(events, args, run["base_time_ns"] or 0))
+        written, redacted = _write_trace(run, Path(out), _events(events, args, run["base_time_ns"] or 0), redact)
     return ExportResult(run_id, "chrome", events=written, window_events=total, kept_events=kept,
-                        scope=_describe(window, run))
+                        scope=_describe(window, run), redacted=redacted)
 
 
 def _bounds(window: Window, run: dict) -> tuple[int, int]:
@@ -387,8 +426,10 @@ def _describe(window: Window, run: dict) -> str:
 
 
 def export(db: Database, run_id: str, out: str | os.PathLike, format: str = "chrome",  # noqa: A002
-           window: Window = Window(), metric: str | None = None) -> ExportResult:
-    """Export run `run_id` to OUT: a Chrome trace of the whole run or of a window, or folded stacks."""
+           window: Window = Window(), metric: str | None = None, redact: bool | None = None) -> ExportResult:
+    """Export run `run_id` to OUT: a Chrome trace of the whole run or of a window, or folded stacks.
+    `redact` (default: on for a window, meant for sharing; off for the whole run, which stays
+    exact) replaces secrets in the top-level metadata (see redact_secrets)."""
     if format == "folded":
         if not window.is_whole_run:
             raise ExportError("--step, --start, --end, --start-ns, --end-ns and --max-events apply to Chrome traces",
@@ -401,5 +442,6 @@ def export(db: Database, run_id: str, out: str | os.PathLike, format: str = "chr
     if metric is not None:
         raise ExportError("--metric applies to --format folded", "Add --format folded, or drop --metric")
     if window.is_whole_run:
-        return ExportResult(run_id, "chrome", events=export_run(db.store, run_id, out))
-    return export_window(db, run_id, out, window)
+        written, redacted = export_run(db.store, run_id, out, redact=bool(redact))
+        return ExportResult(run_id, "chrome", events=written, redacted=redacted)
+    return export_window(db, run_id, out, window, redact=redact is not False)

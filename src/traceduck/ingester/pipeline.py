@@ -85,6 +85,31 @@ class IngestResult:
     not_a_trace: str | None = None  # why the file (found in a directory) was skipped: it is not a trace
 
 
+def worker_context() -> multiprocessing.context.BaseContext:
+    """How worker processes start: from a fork server where there is one (POSIX), else spawned.
+
+    Never forked from the caller: by the time it ingests, the caller may run DuckDB's or Arrow's
+    thread pools (a notebook that queried first; the store's own Parquet reads), and a fork of a
+    process with threads can deadlock on a lock one of them held. The server is a fresh
+    single-threaded process that imports the ingester once and forks each worker from there.
+    As with spawn, a script that ingests with worker processes needs the usual
+    `if __name__ == "__main__":` guard."""
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload([__name__])
+    return ctx
+
+
+def start_workers() -> None:
+    """Start the fork server now, so that its imports run while this process hashes and reads the
+    file, not after, when the first chunk waits for a worker."""
+    if worker_context().get_start_method() == "forkserver":
+        from multiprocessing import forkserver
+
+        forkserver.ensure_running()
+
+
 def default_jobs() -> int:
     return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
 
@@ -147,6 +172,9 @@ def ingest_file(path: Path, store: Store, name: str | list[str] | None = None, l
         raise InputError(f"{path}: no such file", "Check the path")
     if not path.is_file():
         raise InputError(f"{path}: not a regular file")
+    jobs = jobs or default_jobs()
+    if jobs > 1 and path.stat().st_size >= PARALLEL_MIN_BYTES:
+        start_workers()
     try:
         run_id = content_run_id(path)
     except OSError as e:
@@ -160,7 +188,6 @@ def ingest_file(path: Path, store: Store, name: str | list[str] | None = None, l
     if not force and (store.has_run(run_id) or old):
         return IngestResult(run_id if store.has_run(run_id) else old, name, path, 0, time.perf_counter() - started,
                             skipped=True)
-    jobs = jobs or default_jobs()
     tmp = store.new_tmp_dir(run_id)
     try:
         parts = tmp / "parts"
@@ -237,9 +264,7 @@ def _convert_chunks(src: RawSource, path: Path, parts: Path, jobs: int, progress
             if progress:
                 progress(src.raw_bytes_read, sum(r.count for r in results), "parsing")
         return layout, results
-    # fork: workers need nothing from the parent but the function, and spawn would re-run
-    # the caller's script in every worker when it lacks an `if __name__ == "__main__"` guard.
-    ctx = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
+    ctx = worker_context()
     results = []
     converted = 0
     with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
