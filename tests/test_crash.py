@@ -416,7 +416,7 @@ def test_hostile_parameters_and_run_selectors_are_clean_errors(tmp_path, capsys)
     store = tmp_path / "store"
     traceduck.ingest(BUGGY, store=store)
     buggy = run_id_of(BUGGY)
-    no_run = f"Runs in the store: {buggy} (buggy)."
+    no_run = f"Runs in the store: {buggy[:12]} (buggy)."
     cases = [
         (("report", "top-ops", "--param", "group_by=name; DROP VIEW events"),
          "Error: --param group_by='name; DROP VIEW events' is not one of name, shape, call_site.\n"),

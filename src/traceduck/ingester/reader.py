@@ -297,7 +297,9 @@ class ChunkedEvents:
             cut = self._last_split(buf, floor)
             if cut is not None:
                 end, nxt = cut
-                yield bytes(buf[:end])
+                with memoryview(buf) as view:  # one copy (a slice of the bytearray would be a second)
+                    chunk = bytes(view[:end])
+                yield chunk
                 del buf[:nxt]
                 floor = 0
             else:
