@@ -497,3 +497,40 @@ def test_redaction_on_a_public_trace_with_a_token(tmp_path, store):
     result = traceduck.export("gaunernst_bert-small-uncased__1016001", out, store=store, start="0ms", end="1ms")
     shared = json.loads(out.read_text())["metadata"]["system"]["env"]
     assert shared == dict.fromkeys(env, "<redacted>") and result.redacted >= len(env)
+
+
+# -- 8. worker processes ---------------------------------------------------------------------------------------
+
+_WORKERS = """
+import json, sys
+import duckdb
+import traceduck
+from traceduck.ingester import pipeline
+
+def main():
+    con = duckdb.connect()
+    con.sql("SELECT sum(range) FROM range(3000000)").fetchall()  # DuckDB's threads now run in this process
+    pipeline.PARALLEL_MIN_BYTES = 0  # a small file goes to worker processes too
+    one = traceduck.ingest(sys.argv[1], store=sys.argv[3], jobs=2)
+    two = traceduck.ingest(sys.argv[1:3], store=sys.argv[4], jobs=2)  # one worker per file
+    print(json.dumps([pipeline.worker_context().get_start_method(), [r.events for r in one + two]]))
+"""
+
+
+@pytest.mark.parametrize("guarded", [True, False])
+def test_workers_are_not_forked_from_a_caller_that_may_run_threads(tmp_path, guarded):
+    """From a script with the main guard, workers start from the fork server although the caller
+    runs DuckDB's threads; a script without the guard cannot have them (each would run the
+    script again), so its workers are forked, as before. Both ingest every event."""
+    body = _WORKERS + ('if __name__ == "__main__":\n    main()\n' if guarded else "main()\n")
+    script = tmp_path / "script.py"
+    script.write_text(body)
+    a = staircase_trace(tmp_path / "a.json", 30)
+    b = staircase_trace(tmp_path / "b.json", 40)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, str(script), str(a), str(b), str(tmp_path / "s1"), str(tmp_path / "s2")],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    method, counts = json.loads(done.stdout.strip().splitlines()[-1])
+    assert method == ("forkserver" if guarded else "fork")
+    assert counts == [30, 30, 40]

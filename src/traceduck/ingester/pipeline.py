@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import multiprocessing
 import os
 import re
 import shutil
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -88,17 +90,45 @@ class IngestResult:
 def worker_context() -> multiprocessing.context.BaseContext:
     """How worker processes start: from a fork server where there is one (POSIX), else spawned.
 
-    Never forked from the caller: by the time it ingests, the caller may run DuckDB's or Arrow's
-    thread pools (a notebook that queried first; the store's own Parquet reads), and a fork of a
-    process with threads can deadlock on a lock one of them held. The server is a fresh
-    single-threaded process that imports the ingester once and forks each worker from there.
-    As with spawn, a script that ingests with worker processes needs the usual
-    `if __name__ == "__main__":` guard."""
-    if "forkserver" not in multiprocessing.get_all_start_methods():
-        return multiprocessing.get_context("spawn")
+    Not forked from the caller: by the time it ingests, the caller may run DuckDB's or Arrow's
+    thread pools (a notebook that queried first, the store's own Parquet reads), and a fork of a
+    process with threads can deadlock on a lock one of them held. The server is a fresh process
+    that imports the ingester once and forks each worker from there. A worker started that way
+    first imports the caller's main script, as with spawn; a script without the
+    `if __name__ == "__main__":` guard would ingest again in every worker, so its workers are
+    forked, as before."""
+    methods = multiprocessing.get_all_start_methods()
+    if "forkserver" not in methods:
+        return multiprocessing.get_context("spawn" if "fork" not in methods else "fork")
+    if not _main_reimport_is_safe():
+        return multiprocessing.get_context("fork")
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload([__name__])
     return ctx
+
+
+_MAIN_GUARD = re.compile(r"""__name__\s*==\s*['"]__main__['"]""")
+
+
+def _main_reimport_is_safe() -> bool:
+    """Whether a worker may import the main module (multiprocessing does, for spawn and forkserver):
+    none to import (a notebook, the REPL, `python -c`), a package's `__main__` (skipped), or a
+    script whose top level is guarded."""
+    main = sys.modules.get("__main__")
+    spec_name = getattr(getattr(main, "__spec__", None), "name", None) or ""
+    if spec_name == "__main__" or spec_name.endswith(".__main__"):
+        return True
+    path = getattr(main, "__file__", None)
+    return path is None or _has_main_guard(path)
+
+
+@functools.lru_cache(maxsize=8)
+def _has_main_guard(path: str) -> bool:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return _MAIN_GUARD.search(f.read(1 << 20)) is not None
+    except OSError:
+        return False
 
 
 def start_workers() -> None:
