@@ -60,12 +60,12 @@ def deep_args_trace(path: Path, depth: int) -> Path:
                          _with_args(_event(1), b'{"deep": ' + b"[" * depth + b"]" * depth + b"}")])
 
 
-def huge_event_trace(path: Path, size: int) -> Path:
-    """One event of about `size` bytes between two small ones, with nothing inside to cut at: an
-    arg that is a list of ones."""
+def huge_event_trace(path: Path, size: int, last: bool = False) -> Path:
+    """One event of about `size` bytes between two small ones (or `last`), with nothing inside to
+    cut at: an arg that is a list of ones."""
     ones = b"1," * (size // 2 - 1) + b"1"
-    return _trace(path, [json.dumps(_event(0)).encode(), _with_args(_event(1), b'{"big": [' + ones + b"]}"),
-                         json.dumps(_event(2)).encode()])
+    events = [json.dumps(_event(0)).encode(), _with_args(_event(1), b'{"big": [' + ones + b"]}")]
+    return _trace(path, events if last else events + [json.dumps(_event(2)).encode()])
 
 
 def repair_string_trace(path: Path, size: int) -> Path:
@@ -190,10 +190,11 @@ def test_huge_event_ingests_in_linear_time(tmp_path):
     assert [error for _, _, error in found] == ["", ""]
 
 
-def test_event_over_the_limit_is_one_line(tmp_path):
-    """An event larger than MAX_EVENT_BYTES is refused as soon as the reader has seen that much
-    of it, in one line that says where it starts."""
-    path = huge_event_trace(tmp_path / "huge.json", 2 * MAX_EVENT_BYTES)
+@pytest.mark.parametrize("last", [False, True])
+def test_event_over_the_limit_is_one_line(tmp_path, last):
+    """An event larger than MAX_EVENT_BYTES (here by 1 MB, less than a read) is refused, in one
+    line that says where it starts, wherever it is: followed by others or last."""
+    path = huge_event_trace(tmp_path / "huge.json", MAX_EVENT_BYTES + MB, last)
     start = path.read_bytes().index(b'{"ph": "X", "cat": "cpu_op", "name": "op", "pid": 1, "tid": 1, "ts": 1,')
     seconds, peak, error = measure(path, tmp_path / "store")
     assert error == (f"{path}: an event larger than {MAX_EVENT_BYTES >> 20} MB at byte {start:,}. "

@@ -297,6 +297,10 @@ class ChunkedEvents:
             cut = self._last_split(buf, floor)
             if cut is not None:
                 end, nxt = cut
+                if floor:  # reads without a cut before this one: the first event is that long at least
+                    first = _SPLIT.search(buf)
+                    if first.start() > MAX_EVENT_BYTES:
+                        raise too_large(self.source, self.source.offset - len(buf))
                 with memoryview(buf) as view:  # one copy (a slice of the bytearray would be a second)
                     chunk = bytes(view[:end])
                 yield chunk
@@ -306,11 +310,11 @@ class ChunkedEvents:
                 # a cut that straddles this end is found next time, unless its blanks are longer
                 # than _SPLIT_REACH: then the chunk is merely longer
                 floor = max(0, len(buf) - _SPLIT_REACH)
-                if len(buf) > MAX_EVENT_BYTES + self.block:  # no cut: one event at least this long
+                if len(buf) > MAX_EVENT_BYTES:  # no cut: one event at least this long
                     raise too_large(self.source, self.source.offset - len(buf))
             if not data:
                 break
-        events, trailer = self._finish(bytes(buf))
+        events, trailer = self._finish(bytes(buf), self.source.offset - len(buf))
         self.layout.trailer = trailer
         if events.strip():
             yield events
@@ -331,8 +335,9 @@ class ChunkedEvents:
                 return None
             lo = max(floor, lo - window * 8)
 
-    def _finish(self, buf: bytes) -> tuple[bytes, dict]:
-        """Split the last buffer into (remaining events text, trailer keys).
+    def _finish(self, buf: bytes, offset: int) -> tuple[bytes, dict]:
+        """Split the last buffer, found at `offset` of the text, into (remaining events text,
+        trailer keys).
 
         The remaining items are read one by one from the start (trailers can hold `]` inside
         strings and lists, so the end is found by parsing forward, in time linear in the text);
@@ -349,10 +354,13 @@ class ChunkedEvents:
         last_end = 0  # after the last item, in characters
         if pos < len(text) and text[pos] != "]":
             while True:
+                start = pos
                 try:
                     _, pos = _DECODER.raw_decode(text, pos)
                 except (ValueError, RecursionError):
                     raise NotParseable("end of traceEvents not found") from None
+                if pos - start > MAX_EVENT_BYTES:  # characters: as many bytes at least
+                    raise too_large(self.source, offset + len(text[:start].encode("utf-8", "surrogateescape")))
                 last_end = pos
                 pos = _blanks(text, pos)
                 if pos < len(text) and text[pos] == ",":

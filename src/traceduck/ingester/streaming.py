@@ -214,8 +214,8 @@ class StreamingEvents:
         while depth:
             event, value = next(it)
             values += 1
-            if not values & 0xFFFF and self.repairer.consumed - self._item_start > MAX_EVENT_BYTES + READ:
-                raise too_large(self.source, self._item_start, exact=False)
+            if not values & 0xFFFF:
+                self._check_size()
             if event in _OPEN and depth >= MAX_DEPTH:
                 self.warnings[DEEP_VALUE] += 1
                 b.event("string", deep(self._subtree_text(it, event)))
@@ -227,14 +227,23 @@ class StreamingEvents:
                 depth -= 1
         return b.value
 
-    @staticmethod
-    def _subtree_text(it, event: str) -> str:
+    def _check_size(self) -> None:
+        """Refuse the value being built once its text is past MAX_EVENT_BYTES (checked now and
+        then, as the memory it takes grows with it)."""
+        if self.repairer.consumed - self._item_start > MAX_EVENT_BYTES + READ:
+            raise too_large(self.source, self._item_start, exact=False)
+
+    def _subtree_text(self, it, event: str) -> str:
         """Compact JSON text of a container whose start event was just read (no recursion)."""
         out = ["{" if event == "start_map" else "["]
         first = [True]
         is_map = [event == "start_map"]
+        values = 0
         while first:
             event, value = next(it)
+            values += 1
+            if not values & 0xFFFF:
+                self._check_size()
             if event in _CLOSE:
                 out.append("}" if event == "end_map" else "]")
                 first.pop()
