@@ -205,9 +205,9 @@ def test_event_over_the_limit_is_one_line(tmp_path, last):
 
 @pytest.mark.slow
 def test_huge_events_at_scale(tmp_path):
-    """16 and 32 MB events ingest; 64, 128 and 256 MB ones are refused, in time that grows
+    """12 and 24 MB events ingest; 64, 128 and 256 MB ones are refused, in time that grows
     linearly (the reader stops at the limit, so about constant)."""
-    found = assert_linear(huge_event_trace, (16 * MB, 32 * MB), tmp_path)
+    found = assert_linear(huge_event_trace, (12 * MB, 24 * MB), tmp_path)
     assert [error for _, _, error in found] == ["", ""]
     refused = []
     for size in (64 * MB, 128 * MB, 256 * MB):
