@@ -176,6 +176,7 @@ def test_an_empty_store_reads_as_empty_tables_then_sees_new_runs(tmp_path):
         assert db.sql("SELECT count(*) FROM events").fetchall() == [(len(events_of(BUGGY)),)]
 
 
+@pytest.mark.slow  # 2 s
 def test_a_cache_of_another_version_is_replaced(tmp_path, monkeypatch):
     store = tmp_path / "store"
     traceduck.ingest([BUGGY, FIXED], store=store)

@@ -58,6 +58,7 @@ def _run_values(store: Path, run_id: str) -> tuple[dict, int, bool, set[str]]:
 
 
 @pytest.mark.parametrize("variant", variants(), ids=lambda v: v.name)
+@pytest.mark.slow  # 36 s
 def test_broken_variant(variant: Variant, base_store, tmp_path):
     store, base_warnings = base_store
     path = write(variant, tmp_path)
@@ -110,6 +111,7 @@ def lenient_variants() -> list[Variant]:
 
 @pytest.mark.parametrize("path", ["fast", "streaming"])
 @pytest.mark.parametrize("variant", lenient_variants(), ids=lambda v: v.name)
+@pytest.mark.slow  # 24 s
 def test_lenient_variant_on_both_readers(variant: Variant, path: str, base_store, tmp_path, monkeypatch):
     """Trailing commas and items that are not objects read the same with the chunked reader and
     the streaming parser: every object is an event, in file order, with event ids 0..n-1 (skipped
@@ -189,6 +191,7 @@ def _unprivileged() -> list[str]:
 
 
 @pytest.mark.parametrize("locked", ["store,runs,tmp", "runs", "store"])
+@pytest.mark.slow  # 10 s
 def test_store_that_cannot_be_written(locked, tmp_path):
     """Ingest and catalog on a store this user may not write fail with one line naming the
     store, and leave it as it was; reading a read-only store keeps working."""
@@ -260,6 +263,7 @@ def test_salvaged_events_are_the_first_ones(tmp_path):
     assert result.salvaged
 
 
+@pytest.mark.slow  # 2 s
 def test_repaired_name_in_cpu_ops_and_export(tmp_path):
     """A repaired name is the intended string everywhere, and exports as valid JSON."""
     doc = json.loads((shared_dir() / SMALL).read_bytes())
@@ -285,6 +289,7 @@ def _cli(*args) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.parametrize("name", ["truncated", "gz-corrupt", "gz-truncated", "binary", "quote-then-newline"])
+@pytest.mark.slow  # 15 s
 def test_cli_failure_is_one_line(name, tmp_path):
     found = [v for v in variants() if v.name.startswith(name)]
     variant = found[len(found) // 2]
@@ -299,6 +304,7 @@ def test_cli_failure_is_one_line(name, tmp_path):
     assert debug.returncode == 1 and "Traceback" in debug.stderr
 
 
+@pytest.mark.slow  # 4 s
 def test_cli_salvage_and_runs_columns(tmp_path):
     base = (shared_dir() / SMALL).read_bytes()
     _, ends = event_ends(base)

@@ -30,6 +30,7 @@ def sample_events(path: Path) -> int:
     return len(json.loads(gzip.decompress(path.read_bytes()))["traceEvents"])
 
 
+@pytest.mark.slow  # 7 s
 def test_ingest_summary_and_no_op(store):
     p = td("ingest", BUGGY, FIXED, "--store", store)
     assert p.returncode == 0, p.stderr
@@ -47,6 +48,7 @@ def test_ingest_summary_and_no_op(store):
     assert names == "name\nagain\nfixed\n"
 
 
+@pytest.mark.slow  # 5 s
 def test_directory_labels_and_runs(store):
     p = td("ingest", SAMPLES, "--store", store, "--label", "job=demo", "--label", "kind=cpu", "-q")
     assert p.returncode == 0, p.stderr
@@ -58,6 +60,7 @@ def test_directory_labels_and_runs(store):
     assert by_label.stdout == "n\n2\n"
 
 
+@pytest.mark.slow  # 3 s
 def test_store_from_environment_and_default(tmp_path):
     env_store = tmp_path / "from_env"
     p = td("ingest", BUGGY, "-q", env={"TRACEDUCK_STORE": str(env_store)})
@@ -71,6 +74,7 @@ def test_store_from_environment_and_default(tmp_path):
     assert len(list((cwd / "traceduck.store" / "runs").iterdir())) == 1
 
 
+@pytest.mark.slow  # 5 s
 def test_formats_keep_lists_as_lists(store):
     td("ingest", BUGGY, "--store", store, "-q")
     query = "SELECT dims, dtype FROM shapes WHERE dims = [16384, 1, 576] ORDER BY dtype LIMIT 1"
@@ -84,6 +88,7 @@ def test_formats_keep_lists_as_lists(store):
     assert "[16384, 1, 576]" in table and "bfloat16" in table
 
 
+@pytest.mark.slow  # 3 s
 def test_export_round_trip_via_cli(store, tmp_path):
     td("ingest", BUGGY, "--store", store, "-q")
     out = tmp_path / "back.json.gz"
@@ -105,6 +110,7 @@ def test_export_round_trip_via_cli(store, tmp_path):
     (b'{"traceEvents": 3}', "Error: {path}: not a trace (traceEvents is not a list). A PyTorch profiler trace is a JSON object with a traceEvents list.\n"),
     (b"[1, 2]", "Error: {path}: not a trace (none of the 2 items of traceEvents is an object). A PyTorch profiler trace is a JSON object with a traceEvents list of objects.\n"),
 ])
+@pytest.mark.slow  # 6 s
 def test_bad_input_is_one_line(tmp_path, store, content, message):
     path = tmp_path / "bad.json"
     if content is not None:
@@ -128,6 +134,7 @@ def test_truncated_json_is_one_line(tmp_path, store):
     assert "complete events" in p.stderr and p.stderr.count("\n") == 1
 
 
+@pytest.mark.slow  # 3 s
 def test_query_and_selection_errors(store):
     td("ingest", BUGGY, "--store", store, "-q")
     p = td("sql", "SELECT nope FROM events", "--store", store)
@@ -152,6 +159,7 @@ def test_help_lists_every_command():
         assert cmd in p.stdout
 
 
+@pytest.mark.slow  # 3 s
 def test_readme_example_query(store):
     """The README's main job: the whole-cache cast tops the list, with its call site."""
     td("ingest", SAMPLES, "--store", store, "-q")
@@ -168,6 +176,7 @@ def test_readme_example_query(store):
     assert top["total_ms"] == round(sum(int(round(e["dur"] * 1000)) for e in cache_copies) / 1e6, 2)
 
 
+@pytest.mark.slow  # 6 s
 def test_runs_written_in_another_layout_are_refused(store):
     """Parquet files are read by column name: a run from before a column changed meaning would read
     as old spellings or NULLs. Such runs stop every query until re-ingested."""

@@ -221,6 +221,7 @@ def jobs_store(tmp_path_factory):
     return store
 
 
+@pytest.mark.slow  # 7 s
 def test_jobs_group_runs_by_label_else_distributed_identity(jobs_store):
     docs = {rel: load_json(shared_dir() / rel) for rel in SAMPLED + [GLOO]}
     info = {rel: d["distributedInfo"] for rel, d in docs.items()}
@@ -236,6 +237,7 @@ def test_jobs_group_runs_by_label_else_distributed_identity(jobs_store):
     ]
 
 
+@pytest.mark.slow  # 2 s
 def test_ranks_refuses_runs_of_several_jobs(jobs_store):
     p = td("report", "ranks", "--store", jobs_store, "--run", "sampled_rank-0", "--run", "sampled_rank-1",
            "--run", "rank-34.Jul_15_10_52_41.1074.pt.trace")
@@ -254,6 +256,7 @@ def test_ranks_refuses_runs_of_several_jobs(jobs_store):
     assert sorted(r["rank"] for r in json.loads(one.stdout) if r["section"] == "rank") == [0, 1]
 
 
+@pytest.mark.slow  # 4 s
 def test_ranks_refuses_a_repeated_rank(jobs_store, tmp_path):
     store = tmp_path / "store"
     for rel in (SAMPLED[1], RANK1):

@@ -43,6 +43,7 @@ def cpu_pair(tmp_path_factory):
     return store
 
 
+@pytest.mark.slow  # 2 s
 def test_diff_by_op_shows_the_copy_drop(cpu_pair):
     def copy_ns(rel):
         return sum(ns(e["dur"]) for e in trace_events(load_json(shared_dir() / rel)) if e.get("name") == "aten::copy_")
@@ -75,6 +76,7 @@ def test_diff_by_copy_per_step_marks_the_cast_removed(cpu_pair):
     assert result.header().startswith("A: full ") and "ms/step (3 steps); B: fixed " in result.header()
 
 
+@pytest.mark.slow  # 2 s
 def test_diff_by_call_site_counts_nested_ops_once(tmp_path):
     """aten::to -> _to_copy -> copy_ all sit at the _read_cache call site: the call site's calls and
     inclusive time are those of its outermost ops only (self time still sums every op)."""
@@ -107,6 +109,7 @@ def test_diff_by_call_site_counts_nested_ops_once(tmp_path):
     assert row["a_self_dur_ns"] < row["a_dur_ns"] * 1.01
 
 
+@pytest.mark.slow  # 2 s
 def test_diff_counts_and_ns_stay_integers(cpu_pair):
     """Counts and ns are integers in every output, per step too (rounded to whole ns)."""
     def ops(rel):
@@ -142,6 +145,7 @@ def test_diff_cli_header_goes_to_stderr_for_json(cpu_pair):
     assert as_json.stderr.startswith("A: full ")
 
 
+@pytest.mark.slow  # 2 s
 def test_run_selection_errors(cpu_pair):
     p = td("report", "steps", "--store", cpu_pair, "--run", "label:story=other")
     assert p.returncode == 1
@@ -152,6 +156,7 @@ def test_run_selection_errors(cpu_pair):
     assert {r["run_name"] for r in json.loads(both.stdout)} == {"full", "fixed"}
 
 
+@pytest.mark.slow  # 4 s
 def test_ranks_of_a_job_in_one_command(tmp_path):
     store = tmp_path / "store"
     p = td("ingest", shared_dir() / RANKS_DIR, "--store", store, "--label", "job=sampled", "--jobs", "2", "-q")

@@ -119,6 +119,7 @@ def _check_file(rel: str, tmp_path: Path) -> tuple[int, int]:
 
 
 @pytest.mark.parametrize("rel", QUICK)
+@pytest.mark.slow  # 2 s
 def test_typed_parts_match_plain_json(rel, tmp_path):
     taken, total = _check_file(rel, tmp_path)
     assert taken == total > 1  # every chunk of these traces is of the common shape

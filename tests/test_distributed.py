@@ -210,6 +210,7 @@ def idle_rows(events, threshold_ns=30) -> dict:
 
 # --- comm-overlap -----------------------------------------------------------------------------------
 
+@pytest.mark.slow  # 3 s
 def test_comm_overlap_of_the_generated_job(store):
     path, events = store
     rows = {(r["run_name"], r["step"]): r for r in report(path, "comm-overlap", ["job0", "job1"])}

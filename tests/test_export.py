@@ -161,6 +161,7 @@ def assert_exported(out: Path, doc: dict, expected: set[int]) -> None:
 # --- windows ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # 6 s
 def test_step_export_is_exactly_the_step_and_reingests(gpu_run, tmp_path, capsys):
     store, run_id, doc = gpu_run
     evs = trace_events(doc)
@@ -197,6 +198,7 @@ def busy_window(gpu_run):
     return store, run_id, doc, evs, start, end, range_events(evs, base, start, end)
 
 
+@pytest.mark.slow  # 4 s
 def test_time_range_export(gpu_run, tmp_path, capsys):
     store, run_id, doc, evs, start, end, picked = busy_window(gpu_run)
     assert {evs[i].get("cat") for i in picked} >= {"cpu_op", "cuda_runtime", "kernel"}
@@ -208,6 +210,7 @@ def test_time_range_export(gpu_run, tmp_path, capsys):
     assert_exported(out, doc, expected)
 
 
+@pytest.mark.slow  # 2 s
 def test_max_events_keeps_the_earliest(gpu_run, tmp_path, capsys):
     store, run_id, doc, evs, start, end, window = busy_window(gpu_run)
     assert len(window) > 40
@@ -228,6 +231,7 @@ def test_max_events_keeps_the_earliest(gpu_run, tmp_path, capsys):
     assert_exported(out, doc, with_context(evs, window))
 
 
+@pytest.mark.slow  # 2 s
 def test_window_errors(buggy_run, tmp_path, capsys):
     store, run_id, doc = buggy_run
     evs = trace_events(doc)
@@ -381,6 +385,7 @@ def run_start(doc: dict) -> int:
     return min(base + ns(e["ts"]) for e in trace_events(doc) if e.get("ph") != "M" and "ts" in e)
 
 
+@pytest.mark.slow  # 2 s
 def test_time_range_after_the_run_start(gpu_run, tmp_path, capsys):
     store, run_id, doc = gpu_run
     evs = trace_events(doc)

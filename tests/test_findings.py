@@ -92,6 +92,7 @@ def _gpu_work(rel):
     return per_device
 
 
+@pytest.mark.slow  # 4 s
 def test_gpu_idle_in_the_device_window(store):
     (device, work), = _gpu_work(TRACES["nccl"]).items()
     window = max(e for _, e in work["all"]) - min(s for s, _ in work["all"])
@@ -109,6 +110,7 @@ def test_gpu_idle_in_the_device_window(store):
     assert not [r for r in rows if r["item"] == "GPU idle"]
 
 
+@pytest.mark.slow  # 2 s
 def test_share_of_gpu_time_in_communication(store):
     (device, work), = _gpu_work(TRACES["nccl"]).items()
     comm, busy = _length(work["communication"]), _length(work["all"])
@@ -129,6 +131,7 @@ def _steps(events):
             if e.get("cat") == "user_annotation" and re.fullmatch(r"ProfilerStep#\d+", e["name"])]
 
 
+@pytest.mark.slow  # 3 s
 def test_whole_buffer_copy_every_step(store):
     events = trace_events(load_json(shared_dir() / TRACES["full"]))
     steps = _steps(events)
@@ -168,6 +171,7 @@ def _launch_bound(rel):
     return len(per_step), len(bound), sum(v[0] for v in bound), sum(v[1] for v in bound), sum(v[2] for v in bound)
 
 
+@pytest.mark.slow  # 2 s
 def test_launch_bound_steps(store):
     steps, bound, kernels, short, gap = _launch_bound(TRACES["h100"])
     assert bound == steps == 1
@@ -186,6 +190,7 @@ def test_launch_bound_steps(store):
     assert f"{short} of {kernels} kernels ran shorter" in f["detail"]
 
 
+@pytest.mark.slow  # 2 s
 def test_overlaps_make_a_finding_only_when_they_touch_ops(store, tmp_path):
     events = trace_events(load_json(shared_dir() / TRACES["full"]))
     total, with_ops = _overlap_pairs(events), _overlap_pairs(events, ops_only=True)
@@ -208,6 +213,7 @@ def test_overlaps_make_a_finding_only_when_they_touch_ops(store, tmp_path):
 
 
 @pytest.mark.parametrize("run", list(TRACES))
+@pytest.mark.slow  # 3 s
 def test_findings_are_ranked_by_time_at_stake(store, run):
     rows, everything = findings(store, run)
     assert [r["rank"] for r in rows] == list(range(1, len(rows) + 1))

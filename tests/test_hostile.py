@@ -153,6 +153,7 @@ def _run_row(store: Path) -> dict:
 
 # -- 1. nesting deep inside an event ----------------------------------------------------------------
 
+@pytest.mark.slow  # 4 s
 def test_deep_nesting_in_args_is_linear(tmp_path):
     """20,000 levels in 40 KB took 1.1 GB with the streaming parser's per-event path prefixes."""
     found = assert_linear(deep_args_trace, (20_000, 40_000), tmp_path)
@@ -185,12 +186,14 @@ def test_splitter_reads_a_huge_event_in_linear_time(tmp_path):
     assert times[1] < 3 * times[0] + 0.05, times
 
 
+@pytest.mark.slow  # 2 s
 def test_huge_event_ingests_in_linear_time(tmp_path):
     found = assert_linear(huge_event_trace, (2 * MB, 4 * MB), tmp_path)
     assert [error for _, _, error in found] == ["", ""]
 
 
 @pytest.mark.parametrize("last", [False, True])
+@pytest.mark.slow  # 3 s
 def test_event_over_the_limit_is_one_line(tmp_path, last):
     """An event larger than MAX_EVENT_BYTES (here by 1 MB, less than a read) is refused, in one
     line that says where it starts, wherever it is: followed by others or last."""
@@ -220,6 +223,7 @@ def test_huge_events_at_scale(tmp_path):
 
 # -- 3. long strings under repair ----------------------------------------------------------------------
 
+@pytest.mark.slow  # 5 s
 def test_long_strings_under_repair_are_linear(tmp_path):
     """A string cut by a read was scanned again on every 1 MB read: 8/16/32 MB took 0.7/2.7/13.4 s."""
     found = assert_linear(repair_string_trace, (4 * MB, 8 * MB), tmp_path)
@@ -261,6 +265,7 @@ def test_deep_nesting_and_staircase_at_scale(tmp_path):
 
 # -- 4. a staircase of partial overlaps ------------------------------------------------------------------
 
+@pytest.mark.slow  # 4 s
 def test_staircase_of_overlaps_is_linear(tmp_path):
     """20,000 events that all overlap each other took 12.4 s to nest: the events closed early
     were filtered again for every event."""
@@ -310,6 +315,7 @@ def test_nester_staircase_counts_pairs_across_batches():
 
 # -- 5. one 64 MB name ----------------------------------------------------------------------------------
 
+@pytest.mark.slow  # 2 s
 def test_64_mb_name_is_one_line(tmp_path):
     path = long_name_trace(tmp_path / "name.json", 64 * MB)
     start = path.read_bytes().index(b'{"ph"')
@@ -340,6 +346,7 @@ def test_long_name_below_the_limit_ingests(tmp_path, store):
 # -- 6. deep metadata ----------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("depth, after", [(100_000, False), (2_000, True)])
+@pytest.mark.slow  # 4 s
 def test_deep_metadata_takes_the_streaming_path(tmp_path, depth, after):
     """json recurses, and failed with RecursionError as an internal error; the streaming parser
     keeps a value nested deeper than MAX_DEPTH as its JSON text, with a warning."""
@@ -395,6 +402,7 @@ def test_run_id_is_the_whole_xxh3_128_and_shown_short(tmp_path, store):
     assert again.stderr == f"t.json: already in the store as run {full[:12]} (use --force to replace it)\n"
 
 
+@pytest.mark.slow  # 2 s
 def test_runs_with_48_bit_ids_keep_working(tmp_path, store):
     """An old store's run answers queries; the same file ingested again is that run (skipped),
     and with force it is replaced by a run under the whole id, never a second copy."""
@@ -519,6 +527,7 @@ def main():
 
 
 @pytest.mark.parametrize("guarded", [True, False])
+@pytest.mark.slow  # 4 s
 def test_workers_are_not_forked_from_a_caller_that_may_run_threads(tmp_path, guarded):
     """From a script with the main guard, workers start from the fork server although the caller
     runs DuckDB's threads; a script without the guard cannot have them (each would run the

@@ -6,6 +6,8 @@ import bisect
 from collections import defaultdict
 from decimal import Decimal
 
+import pytest
+
 import traceduck
 
 from conftest import load_json, shared_dir, trace_events, write_trace
@@ -100,6 +102,7 @@ def _overlap_pairs(events, ops_only: bool = False) -> int:
     return total
 
 
+@pytest.mark.slow  # 4 s
 def test_overlap_count_on_shared_traces(store):
     found = {}
     for rel in ("cpu/full.json", "cpu/train.json.gz", "cpu/pyexport.json",

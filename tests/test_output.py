@@ -133,6 +133,7 @@ def test_fit_widths_gives_way_widest_first():
 # ---- cells are data ------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("fmt", ["table", "markdown"])
+@pytest.mark.slow  # 3 s
 def test_hostile_names_are_printed_literally(stores, capsys, monkeypatch, fmt):
     code, out, err = cli(capsys, monkeypatch, "sql", "SELECT name FROM events WHERE phase = 'X' ORDER BY ts_ns",
                          "--store", stores["hostile"], "-f", fmt)
@@ -341,6 +342,7 @@ def test_errors_suggest(stores, capsys, monkeypatch):
                    'or "numel"? Run `traceduck schema` to see the tables and columns.\n')
 
 
+@pytest.mark.slow  # 3 s
 def test_no_run_matches_says_how_many_more(tmp_path, capsys, monkeypatch):
     store = tmp_path / "store"
     for i in range(12):

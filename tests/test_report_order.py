@@ -35,6 +35,7 @@ def _runs_in_order(names):
     return list(dict.fromkeys(names))
 
 
+@pytest.mark.slow  # 5 s
 def test_runs_come_in_the_order_given_and_limit_is_per_run(samples):
     for order in (["buggy", "fixed"], ["fixed", "buggy"]):
         args = [a for name in order for a in ("--run", name)]

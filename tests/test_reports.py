@@ -60,6 +60,7 @@ def test_header_is_complete(name):
 
 
 @pytest.mark.parametrize("name", REPORTS)
+@pytest.mark.slow  # 6 s
 def test_declared_columns_match_the_query(cpu_store, name):
     one_job = ["full"] if "one_job" in all_reports()[name].requires else None  # the store holds several jobs
     with traceduck.open(cpu_store) as db:
@@ -232,6 +233,7 @@ def gpu_store(tmp_path_factory):
     return store, ids, traces
 
 
+@pytest.mark.slow  # 4 s
 def test_top_kernels_statistics(gpu_store):
     store, ids, traces = gpu_store
     events = trace_events(load_json(shared_dir() / traces["amd"]))
@@ -266,6 +268,7 @@ def _start_ns(doc) -> int:
 
 
 @pytest.mark.parametrize("trace", ["nccl", "amd", "graph"])
+@pytest.mark.slow  # 2 s
 def test_gpu_utilization_by_interval_union(gpu_store, trace):
     """Both idle windows: the trace's span and the device's own first-to-last GPU event window
     (HTA's and TraceLens's), each against the union of the device's kernels, memcpys and memsets."""
@@ -299,6 +302,7 @@ def test_gpu_utilization_by_interval_union(gpu_store, trace):
         assert r["gpu_window_ns"] < r["span_ns"]
 
 
+@pytest.mark.slow  # 3 s
 def test_cuda_graphs_fan_out(gpu_store):
     store, ids, traces = gpu_store
     events = trace_events(load_json(shared_dir() / traces["graph"]))
@@ -331,6 +335,7 @@ def test_collectives(gpu_store):
     assert raw == {"Float"} and {r["dtype"] for r in allreduce} == {"float32"}  # c10's name in the trace, torch's in the report
 
 
+@pytest.mark.slow  # 3 s
 def test_report_cli(cpu_store):
     def td(*args):
         return subprocess.run([sys.executable, "-m", "traceduck", *map(str, args)], capture_output=True, text=True)

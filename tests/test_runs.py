@@ -74,6 +74,7 @@ def table_counts(store: Path) -> dict[str, dict[str, int]]:
 # --- label, rename, rm ------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # 6 s
 def test_label_rename_rm_via_cli(store, ok, fails):
     ok("ingest", BUGGY, FIXED, "--store", store, "-q", "--label", "job=demo")
     buggy, fixed = run_id_of(BUGGY), run_id_of(FIXED)
@@ -175,6 +176,7 @@ def test_label_rename_rm_while_a_reader_queries(tmp_path):
     assert rows == [("trace4", {"a": "b"} if last % 2 else {"k": str(last), "a": "b"}), (f"two-{last}", {})]
 
 
+@pytest.mark.slow  # 2 s
 def test_a_removal_killed_midway_leaves_no_run(store):
     """A removal killed in its grace period leaves run directories without runs.parquet: no
     query lists them, a new ingest of the same bytes publishes over one, cleanup removes the rest."""
@@ -208,6 +210,7 @@ def job(tmp_path: Path, name: str, ranks: range) -> Path:
     return d
 
 
+@pytest.mark.slow  # 3 s
 def test_selectors(tmp_path, store, ok, fails, cli):
     a, b = job(tmp_path, "jobA", range(2)), job(tmp_path, "jobB", range(3))
     ok("ingest", a, "--label", "job=a", "--store", store, "-q")
@@ -282,6 +285,7 @@ def one_event_trace(path: Path, name: str) -> Path:
     return write_trace(path, [{"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": 1.0, "dur": 2.0}])
 
 
+@pytest.mark.slow  # 3 s
 def test_directory_ingest_is_recursive_and_skips_what_is_not_a_trace(tmp_path, store, cli, fails):
     d = tmp_path / "traces"
     (d / "a").mkdir(parents=True)

@@ -247,6 +247,7 @@ USER_FILES_NAMED_LIKE_THE_STDLIB = [
 
 
 @pytest.mark.parametrize("source", ["python_function", "Call stack"])
+@pytest.mark.slow  # 2 s
 def test_user_files_named_like_standard_modules_are_call_sites(store, tmp_path, source):
     events = []
     for tid, (frames, _) in enumerate(USER_FILES_NAMED_LIKE_THE_STDLIB, start=1):

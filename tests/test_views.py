@@ -59,6 +59,7 @@ def _expected_gpu(events):
 
 
 @pytest.mark.parametrize("key", sorted(GPU_TRACES))
+@pytest.mark.slow  # 17 s
 def test_gpu_kernels_link_to_launches(gpu_store, key):
     store, runs = gpu_store
     expected = _expected_gpu(trace_events(load_json(shared_dir() / GPU_TRACES[key])))
@@ -80,6 +81,7 @@ def test_gpu_kernels_link_to_launches(gpu_store, key):
         assert ops[0] > 0.9 * ops[1]  # eager kernels reach their CPU op
 
 
+@pytest.mark.slow  # ingests every GPU trace
 def test_launching_op_is_the_innermost_enclosing_op(gpu_store):
     store, runs = gpu_store
     events = trace_events(load_json(shared_dir() / GPU_TRACES["b200"]))
@@ -228,6 +230,7 @@ def _expected_copies(events) -> dict[int, tuple[int | None, bool]]:
 
 
 @pytest.mark.parametrize("key", sorted(GPU_TRACES))
+@pytest.mark.slow  # 8 s
 def test_copies_are_ops_that_move_data(gpu_store, key):
     """Every op that always copies, a to/type_as/contiguous only with a copy inside, and the GPU time
     of the work each one launched."""
@@ -256,6 +259,7 @@ def test_copies_of_a_cpu_training_trace(tmp_path):
     assert len(returns_input) == 15  # .to() calls with nothing inside: not copies
 
 
+@pytest.mark.slow  # 3 s
 def test_a_to_that_returns_its_input_is_not_a_copy(gpu_store):
     """The public trace where 12 `aten::to` of an int64 [755000] tensor to int64 looked like 145 MB
     moved in 3 us (48,320 GB/s): nothing runs inside them."""
@@ -367,6 +371,7 @@ def test_dtypes_cover_real_type_names(tmp_path):
 
 
 @pytest.mark.parametrize("key", ["cuda_graph", "amd_mi300", "schema_2021"])
+@pytest.mark.slow  # 3 s
 def test_gpu_work_gets_the_step_of_its_launch(gpu_store, key):
     store, runs = gpu_store
     events = trace_events(load_json(shared_dir() / GPU_TRACES[key]))

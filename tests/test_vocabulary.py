@@ -184,6 +184,7 @@ def _ops_by_containment(events):
     "public/AMD-AGI__TraceLens/tests/traces/b200/eager_trace.json.gz",
     "public/pytorch__kineto/tb_plugin/samples/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz",  # 2021
 ])
+@pytest.mark.slow  # 25 s
 def test_op_flags_match_plain_json(shared_store, rel):
     path, results = shared_store
     ops, top = _ops_by_containment(trace_events(load_json(shared_dir() / rel)))
@@ -195,6 +196,7 @@ def test_op_flags_match_plain_json(shared_store, rel):
     assert 0 < len(top) < len(ops)
 
 
+@pytest.mark.slow  # every shared trace
 def test_op_flags_on_every_shared_trace(shared_store):
     path, _ = shared_store
     with traceduck.open(path) as db:
@@ -215,6 +217,7 @@ def _drop_columns(run_dir, columns):
     (run_dir / schema_stamp()).unlink()
 
 
+@pytest.mark.slow  # 2 s
 def test_a_store_from_an_older_version_asks_for_reingest(tmp_path, store):
     def x(name, ts, dur):
         return {"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur}
