@@ -53,6 +53,22 @@ def trace_events(doc) -> list:
     return doc if isinstance(doc, list) else doc["traceEvents"]
 
 
+def interval_union(intervals) -> list[list[int]]:
+    """Merged [start, end] intervals, sorted: the independent reference for busy time."""
+    out: list[list[int]] = []
+    for s, e in sorted(intervals):
+        if out and s <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], e)
+        else:
+            out.append([s, e])
+    return out
+
+
+def union_length(intervals) -> int:
+    """Total length of the union of the intervals."""
+    return sum(e - s for s, e in interval_union(intervals))
+
+
 def write_trace(path: Path, events: list, **top) -> Path:
     """A hand-made Kineto-style trace file."""
     doc = {"schemaVersion": 1, **top, "traceEvents": events, "traceName": str(path.name)}

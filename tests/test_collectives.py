@@ -21,7 +21,7 @@ from traceduck.errors import JobSelectionError
 from traceduck.reports import run_report
 from traceduck.store import Store
 
-from conftest import load_json, shared_dir, shared_trace_files, trace_events
+from conftest import load_json, shared_dir, shared_trace_files, trace_events, union_length
 
 # Hand-checked: the collective and element type of every communication kernel in the shared traces,
 # by the identifier in its name. The int8_t of SendRecv/Broadcast/AllGather kernels is NCCL's byte
@@ -51,16 +51,6 @@ def comm_kernel(name: str):
         if ident in KERNELS:
             return KERNELS[ident]
     return None
-
-
-def union(intervals) -> int:
-    total, end = 0, None
-    for s, e in sorted(intervals):
-        if end is None or s > end:
-            total, end = total + e - s, e
-        elif e > end:
-            total, end = total + e - end, e
-    return total
 
 
 @pytest.fixture(scope="module")
@@ -168,7 +158,7 @@ def test_collectives_match_json_and_gpu_utilization(shared_store, rel):
             assert (r["total_bytes"], r["max_in_nelems"]) == (want["total_bytes"], want["max_in_nelems"]), key
         else:
             assert r["total_bytes"] is None and r["max_in_nelems"] is None and r["avg_in_nelems"] is None
-    comm_ns = sum(union(v) for v in per_device.values())
+    comm_ns = sum(union_length(v) for v in per_device.values())
     assert sum(u["communication_ns"] for u in util) == comm_ns
     assert {r["run_comm_busy_ns"] for r in rows} <= {comm_ns}
 

@@ -14,7 +14,7 @@ import pytest
 import traceduck
 from traceduck.reports import run_report
 
-from conftest import load_json, shared_dir, trace_events, write_trace
+from conftest import load_json, shared_dir, trace_events, union_length, write_trace
 from test_collectives import comm_kernel
 
 HTA = "public/facebookresearch__HolisticTraceAnalysis/tests/data/"
@@ -105,18 +105,8 @@ def report(path, name, runs, params=None):
 
 # --- plain-Python reference -----------------------------------------------------------------------
 
-def union(intervals) -> list[list[int]]:
-    out: list[list[int]] = []
-    for s, e in sorted(intervals):
-        if out and s <= out[-1][1]:
-            out[-1][1] = max(out[-1][1], e)
-        else:
-            out.append([s, e])
-    return out
-
-
 def length(*interval_lists) -> int:
-    return sum(e - s for s, e in union([iv for ivs in interval_lists for iv in ivs]))
+    return union_length([iv for ivs in interval_lists for iv in ivs])
 
 
 def steps_of(events) -> list[tuple[int, int, int]]:

@@ -13,7 +13,7 @@ import pytest
 import traceduck
 from traceduck.reports import run_report
 
-from conftest import load_json, shared_dir, trace_events, write_trace
+from conftest import interval_union, load_json, shared_dir, trace_events, union_length, write_trace
 from test_nesting import _overlap_pairs
 
 PUBLIC = "public/AMD-AGI__TraceLens/tests/traces"
@@ -54,26 +54,11 @@ def one(rows, item):
     return found[0]
 
 
-def _union(intervals):
-    """Merged intervals, sorted."""
-    out = []
-    for s, e in sorted(intervals):
-        if out and s <= out[-1][1]:
-            out[-1][1] = max(out[-1][1], e)
-        else:
-            out.append([s, e])
-    return out
-
-
-def _length(intervals) -> int:
-    return sum(e - s for s, e in _union(intervals))
-
-
 def _minus(a, b) -> int:
     """Length of union(a) not covered by union(b)."""
     total = 0
-    b = _union(b)
-    for s, e in _union(a):
+    b = interval_union(b)
+    for s, e in interval_union(a):
         covered = sum(max(0, min(e, be) - max(s, bs)) for bs, be in b)
         total += e - s - covered
     return total
@@ -96,7 +81,7 @@ def _gpu_work(rel):
 def test_gpu_idle_in_the_device_window(store):
     (device, work), = _gpu_work(TRACES["nccl"]).items()
     window = max(e for _, e in work["all"]) - min(s for s, _ in work["all"])
-    idle = window - _length(work["all"])
+    idle = window - union_length(work["all"])
     assert idle >= 0.2 * window
     rows, _ = findings(store, "nccl")
     f = one(rows, "GPU idle")
@@ -105,7 +90,7 @@ def test_gpu_idle_in_the_device_window(store):
     assert f["detail"].startswith(f"gpu:{device} was idle {100 * idle / window:.1f}% of its own window")
     (_, busy), = _gpu_work(TRACES["compiled"]).items()
     window = max(e for _, e in busy["all"]) - min(s for s, _ in busy["all"])
-    assert window - _length(busy["all"]) < 0.2 * window  # back-to-back kernels
+    assert window - union_length(busy["all"]) < 0.2 * window  # back-to-back kernels
     rows, _ = findings(store, "compiled")
     assert not [r for r in rows if r["item"] == "GPU idle"]
 
@@ -113,7 +98,7 @@ def test_gpu_idle_in_the_device_window(store):
 @pytest.mark.slow  # 2 s
 def test_share_of_gpu_time_in_communication(store):
     (device, work), = _gpu_work(TRACES["nccl"]).items()
-    comm, busy = _length(work["communication"]), _length(work["all"])
+    comm, busy = union_length(work["communication"]), union_length(work["all"])
     exposed = _minus(work["communication"], work["compute"])
     assert 0 < exposed < comm and comm >= 0.1 * busy
     rows, _ = findings(store, "nccl")

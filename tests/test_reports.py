@@ -14,7 +14,7 @@ import pytest
 import traceduck
 from traceduck.reports import all_reports, run_report
 
-from conftest import SAMPLES, load_json, shared_dir, shared_trace_files, trace_events
+from conftest import SAMPLES, load_json, shared_dir, shared_trace_files, trace_events, union_length
 
 REPORTS = sorted(all_reports())
 EXPECTED_REPORTS = ["collectives", "comm-overlap", "copies-by-call-site", "cuda-graphs", "gpu-utilization", "idle",
@@ -249,16 +249,6 @@ def test_top_kernels_statistics(gpu_store):
     assert sum(r["instances"] for r in rows) == sum(len(v) for v in durs.values())
 
 
-def _union(intervals):
-    total, end = 0, None
-    for s, e in sorted(intervals):
-        if end is None or s > end:
-            total += e - s
-            end = e
-        elif e > end:
-            total += e - end
-            end = e
-    return total
 
 
 def _start_ns(doc) -> int:
@@ -289,11 +279,11 @@ def test_gpu_utilization_by_interval_union(gpu_store, trace):
                 comm[e["args"].get("device", e["pid"])].append(iv)
     span = max(ends) - min(starts)
     window = {d: max(b for _, b in v) - min(a for a, _ in v) for d, v in per_device.items()}
-    busy = {d: _union(v) for d, v in per_device.items()}
+    busy = {d: union_length(v) for d, v in per_device.items()}
     rows = {r["device"]: r for r in report(store, "gpu-utilization", run=ids[trace])}
     assert set(rows) == set(per_device)
     for d, r in rows.items():
-        assert (r["busy_ns"], r["communication_ns"]) == (busy[d], _union(comm.get(d, [])))
+        assert (r["busy_ns"], r["communication_ns"]) == (busy[d], union_length(comm.get(d, [])))
         assert (r["span_ns"], r["idle_ns"]) == (span, span - busy[d])
         assert (r["gpu_window_ns"], r["gpu_window_idle_ns"]) == (window[d], window[d] - busy[d])
         assert r["idle_pct"] == round(100 * (span - busy[d]) / span, 2)
