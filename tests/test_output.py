@@ -15,6 +15,7 @@ import traceduck
 from traceduck import units
 from traceduck.cli import main
 from traceduck.render import cell_width, fit_widths, shorten
+from traceduck.reports import get_report
 
 from conftest import write_trace
 
@@ -254,6 +255,23 @@ def test_sql_table_shows_the_first_rows_and_counts_the_rest(stores, capsys, monk
     assert len(out.split("\n\n")[0].splitlines()) == 2 + 5 and "... 24,995 more rows" in out
     _, out, _ = cli(capsys, monkeypatch, "sql", q, "--store", stores["many"], "--max-rows", "0")
     assert len(_table_rows(out)) == 25_000 and "more rows" not in out
+
+
+def test_empty_answers_say_so(stores, capsys, monkeypatch):
+    """A table with no row says why under its header; csv and json stay empty of rows."""
+    _, out, _ = cli(capsys, monkeypatch, "sql", "SELECT 1 AS x WHERE false", "--store", stores["units"])
+    assert out.endswith("\nno rows\n")
+    # the units run has CPU ops only: no synchronizing call, no kernel
+    _, out, _ = cli(capsys, monkeypatch, "report", "sync", "--store", stores["units"], columns=300)
+    assert out.splitlines()[-1] == ("no rows: the selected runs call no synchronizing runtime or driver function "
+                                    "(is_sync_call_name), or record no cuda_runtime / cuda_driver events")
+    _, out, _ = cli(capsys, monkeypatch, "report", "top-kernels", "--store", stores["units"], "-f", "markdown",
+                    columns=300)
+    assert out.endswith("\n\nno rows: no GPU kernels in the selected runs\n")
+    _, out, _ = cli(capsys, monkeypatch, "report", "top-kernels", "--store", stores["units"], "-f", "csv")
+    # one run in the store: its run columns are left out, as for any one-run answer
+    assert out.splitlines() == [",".join(c.name for c in get_report("top-kernels").columns
+                                         if c.name not in ("run_id", "run_name"))]
 
 
 def test_sql_csv_and_json_give_every_row(stores, capsys, monkeypatch):

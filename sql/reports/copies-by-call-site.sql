@@ -1,5 +1,6 @@
 -- title: Largest tensor copies and casts by call site
 -- description: Outermost copies and casts (a `.to()` or `.contiguous()` that returns its input moves nothing and is left out) grouped by call site, op, source dims and dtypes, biggest total bytes moved first: finds a whole buffer cast on every step.
+-- empty: no tensor copies or casts that move data in the selected runs
 -- column: run_id VARCHAR -- run of the copies
 -- column: run_name VARCHAR -- name of the run
 -- column: call_site VARCHAR -- innermost user frame of the copy's Python stack

@@ -1,5 +1,6 @@
 -- title: Memory allocations
 -- description: From the profiler's [memory] events: peak allocated memory per device, the largest allocations with the op and call site that made them, and allocations by call site.
+-- empty: no [memory] events: profile with profile_memory=True
 -- column: run_id VARCHAR -- the run
 -- column: run_name VARCHAR -- name of the run
 -- column: section VARCHAR -- 'peak' (per device), 'largest allocation', or 'by call site'

@@ -1,5 +1,6 @@
 -- title: CPU and GPU time by Python call site
 -- description: CPU op self time and GPU kernel time attributed to the Python call site (and nn.Module path) that caused them, biggest first.
+-- empty: no CPU ops in the selected runs
 -- column: run_id VARCHAR -- the run
 -- column: run_name VARCHAR -- name of the run
 -- column: call_site VARCHAR -- innermost user frame ('(no Python stack)' when the trace has none)

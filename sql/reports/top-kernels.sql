@@ -1,5 +1,6 @@
 -- title: Top GPU kernels by total time
 -- description: Kernels grouped by name with count, total, share, average, median, min, max and standard deviation of their durations, like nsys stats cuda_gpu_kern_sum.
+-- empty: no GPU kernels in the selected runs
 -- column: run_id VARCHAR -- run of the kernels
 -- column: run_name VARCHAR -- name of the run
 -- column: name VARCHAR -- kernel name

@@ -284,6 +284,7 @@ def report(
     with open_store(store) as db:
         columns, rows = db.fetch(db.report(name, runs=run or None, limit=limit, **split_pairs(param)))
         view = View(max_rows=max_rows, per_run=True, wide=wide)
+        view.empty_note = "no rows: " + (get_report(name).empty or "nothing in the selected runs matches this report")
         if format in PEOPLE and any(_is_instant(c) for c in columns):
             view.run_starts = _run_starts(db)
             if "run_id" not in columns and rows:  # one run selected: its run columns were dropped
@@ -311,6 +312,8 @@ def _command_help(command: str) -> str:
 def report_help(r: Report) -> str:
     """A report's title, description, parameters and columns as text."""
     lines = [f"traceduck report {r.name}: {r.title}", "", r.description, ""]
+    if r.empty:
+        lines[-1:-1] = ["", f"No rows means: {r.empty}."]
     lines.append("Parameters (--param KEY=VALUE):" if r.params else "Parameters: none")
     for p in r.params:
         choices = f" one of {'|'.join(p.choices)};" if p.choices else ""

@@ -105,6 +105,8 @@ def reports_md() -> str:
 
 def _report_section(r: Report) -> str:
     text = f"## {r.name}\n\n**{_one_line(r.title)}**\n\n{_one_line(r.description)}\n\n"
+    if r.empty:
+        text += f"No rows means: {_one_line(r.empty)}.\n\n"
     if r.params:
         rows = [[f"`{p.name}`", p.type, "" if p.default is None else f"`{p.default}`",
                  " ".join(f"`{c}`" for c in p.choices), p.doc] for p in r.params]

@@ -46,6 +46,7 @@ class View:
     width: int | None = None  # table: columns to fit [default: $COLUMNS, else the terminal's, else 200]
     run_starts: dict[str, int] = field(default_factory=dict)  # run_id -> runs.start_ns, for timestamps
     run_id: str | None = None  # the run of every row when there is no run_id column
+    empty_note: str = "no rows"  # said under the header when there is no row at all
 
 
 def _default(v: object) -> object:
@@ -139,7 +140,7 @@ def _write_people(columns: list[str], batches: Iterable[Sequence[tuple]], fmt: F
     if view.per_run and run_at is not None and limit:
         rows = [row for batch in batches for row in batch]
         shown, cut = _cap_per_run(rows, run_at, limit)
-        notes = _per_run_note(columns, rows, run_at, cut)
+        notes = _per_run_note(columns, rows, run_at, cut) if rows else [view.empty_note]
         _emit(columns, shown, fmt, out, view, notes)
         return
     it: Iterator[Sequence[tuple]] = iter(batches)
@@ -159,7 +160,7 @@ def _write_people(columns: list[str], batches: Iterable[Sequence[tuple]], fmt: F
             _note(out, fmt, f"... {more:,} more rows (--max-rows N shows N, 0 all; csv and json give every row)",
                   view.width or terminal_width(out))
         return
-    _emit(columns, shown, fmt, out, view, [])
+    _emit(columns, shown, fmt, out, view, [] if shown else [view.empty_note])
 
 
 def _cap_per_run(rows: list[tuple], run_at: int, limit: int) -> tuple[list[tuple], Counter]:

@@ -67,6 +67,7 @@ class Report:
     sql: str
     path: Path
     requires: list[str] = field(default_factory=list)  # checks before running: one_job
+    empty: str = ""  # what an empty answer means (the header's `-- empty:` line), shown instead of a bare table
 
 
 def parse_report(path: Path) -> Report:
@@ -76,6 +77,7 @@ def parse_report(path: Path) -> Report:
     params: list[Param] = []
     columns: list[Column] = []
     requires: list[str] = []
+    empty = ""
     for line in text.splitlines():
         if not line.startswith("--"):
             break
@@ -85,6 +87,8 @@ def parse_report(path: Path) -> Report:
             title = value
         elif key == "description":
             description = value
+        elif key == "empty":
+            empty = value
         elif key == "param":
             m = _PARAM.match(value)
             if not m:
@@ -103,7 +107,7 @@ def parse_report(path: Path) -> Report:
             requires += value.replace(",", " ").split()
             if not set(requires) <= {"one_job"}:
                 raise ValueError(f"{path.name}: unknown requirement: {value}")
-    return Report(path.stem, title, description, params, columns, text, path, requires)
+    return Report(path.stem, title, description, params, columns, text, path, requires, empty)
 
 
 @lru_cache(maxsize=1)
