@@ -126,6 +126,43 @@ def test_label_rename_rm_via_cli(store, ok, fails):
     assert [(r["name"], r["event_count"]) for r in runs_json(store)] == [("buggy", count_events(BUGGY))]
 
 
+def test_runs_snapshot_is_one_file_and_follows_every_change(store, ok):
+    """`runs` is read from one snapshot file per state of the store; a label, a rename, a new run
+    or a damaged snapshot never shows stale rows."""
+    ok("ingest", BUGGY, FIXED, "--store", store, "-q")
+    expected = {r["run_id"]: (r["name"], r["labels"]) for r in runs_json(store)}
+    assert set(expected) == {run_id_of(BUGGY), run_id_of(FIXED)}
+    snapshots = sorted(store.glob("cache/*/runs-*.parquet"))
+    assert len(snapshots) == 1
+    import duckdb  # the snapshot holds exactly the runs' own rows
+    own = duckdb.sql("SELECT run_id, name FROM read_parquet(?) ORDER BY run_id",
+                     params=[[str(store / "runs" / r / "runs.parquet") for r in expected]]).fetchall()
+    assert duckdb.sql("SELECT run_id, name FROM read_parquet(?) ORDER BY run_id",
+                      params=[str(snapshots[0])]).fetchall() == own
+    assert {r["run_id"]: (r["name"], r["labels"]) for r in runs_json(store)} == expected
+    # it is what a new process reads: a snapshot changed by hand shows (stores never do this)
+    marked = snapshots[0].with_suffix(".marked")
+    duckdb.sql(f"COPY (SELECT * REPLACE (upper(name) AS name) FROM read_parquet('{snapshots[0]}')) TO '{marked}' "
+               "(FORMAT parquet)")
+    original = snapshots[0].read_bytes()
+    os.replace(marked, snapshots[0])
+    assert sorted(r["name"] for r in runs_json(store)) == ["BUGGY", "FIXED"]
+    snapshots[0].write_bytes(original)
+
+    ok("label", "buggy", "job=a", "--store", store)
+    ok("rename", "fixed", "after", "--store", store)
+    listed = {r["name"]: r["labels"] for r in runs_json(store)}
+    assert listed == {"buggy": {"job": "a"}, "after": {}}
+    # one per state read (as ingested, labelled: read by `rename`, renamed); unused ones go after an hour
+    assert len(list(store.glob("cache/*/runs-*.parquet"))) == 3
+
+    for snap in store.glob("cache/*/runs-*.parquet"):
+        snap.write_bytes(b"not parquet")
+    assert {r["name"]: r["labels"] for r in runs_json(store)} == listed
+    ok("rm", "after", "--store", store)
+    assert [r["name"] for r in runs_json(store)] == ["buggy"]
+
+
 @pytest.mark.slow
 def test_label_rename_rm_while_a_reader_queries(tmp_path):
     """Every look of a reader in another process sees each run whole: the same counts in every

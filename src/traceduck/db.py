@@ -100,6 +100,12 @@ _EMPTY_DIR = "traceduck_empty_dir"
 # path; a view of the file reads its own `main` first, so that has none), until a session changes
 # one: then each becomes the connection's own copy, found first (see Database._own_references).
 _RUNS_ROWS = "_runs_rows"
+SNAPSHOT_KEEP_S = 3600  # a runs snapshot not read for this long (by mtime) is removed when another is written
+
+
+def _stamps_key(stamps: dict[str, tuple[int, int, int]]) -> str:
+    """Key of a set of runs and the identity of each one's runs.parquet (see Store.run_stamps)."""
+    return hashlib.blake2b(repr(sorted(stamps.items())).encode(), digest_size=12).hexdigest()
 _SEED = "seed"
 _READ_ONLY = f'on database "{CACHE_ALIAS}" which is attached in read-only mode'
 
@@ -415,6 +421,13 @@ class Database:
         changed = list(runs) if fresh else [r for r in runs if self._stamps.get(r) != self._stat_runs_file(r)]
         if not changed:
             return
+        snapshot = None
+        if fresh and self._cache is not None:
+            stamps = {r: self._stat_runs_file(r) for r in runs}
+            snapshot = self._cache / f"runs-{_stamps_key(stamps)}.parquet"
+            if self._read_snapshot(name, body, snapshot):
+                self._stamps = stamps
+                return
         for attempt in range(LOST_FILE_RETRIES + 1):
             before = {r: self._stat_runs_file(r) for r in changed}
             paths = [str(self.store.run_dir(r) / "runs.parquet") for r in changed]
@@ -447,6 +460,46 @@ class Database:
         if fresh and self._cache is None:
             self._comment(table, "TABLE")
         self._stamps = {r: before.get(r, self._stamps.get(r)) for r in runs}
+        if snapshot is not None and self._stamps == stamps:
+            self._write_snapshot(name, snapshot)
+
+    def _read_snapshot(self, name: str, body: str, snapshot: Path) -> bool:
+        """Fill `runs` from the view cache's copy of every run's row as of these stamps: one file
+        read instead of one per run (a store of 1,024 runs opens in one read, not 1,024)."""
+        if not snapshot.is_file():
+            return False
+        self.con.execute("BEGIN")
+        try:
+            self.con.execute(body.replace("CREATE TABLE", "CREATE OR REPLACE TABLE", 1))
+            self.con.execute(f"INSERT INTO {name} BY NAME SELECT * FROM read_parquet(?)", [str(snapshot)])
+        except duckdb.Error:  # removed meanwhile, or damaged: read the runs' own files
+            self.con.execute("ROLLBACK")
+            return False
+        self.con.execute("COMMIT")
+        try:
+            os.utime(snapshot)  # in use: kept (see _write_snapshot)
+        except OSError:
+            pass
+        return True
+
+    def _write_snapshot(self, name: str, snapshot: Path) -> None:
+        """Publish the rows just read as the snapshot for their stamps (one rename: readers see all
+        of it or none), and remove snapshots unused for SNAPSHOT_KEEP_S. Best effort: a store this
+        process cannot write still reads the runs' own files."""
+        try:
+            tmp = self.store.new_tmp_dir("runs-snapshot")
+            try:
+                part = tmp / snapshot.name
+                self.con.execute(f"COPY {name} TO {_literal(str(part))} (FORMAT parquet)")
+                os.replace(part, snapshot)
+            finally:
+                self.store.discard(tmp)
+            now = time.time()
+            for old in self._cache.glob("runs-*.parquet"):
+                if old != snapshot and now - old.stat().st_mtime > SNAPSHOT_KEEP_S:
+                    old.unlink(missing_ok=True)
+        except (OSError, StoreError, duckdb.Error):
+            pass
 
     def _stat_runs_file(self, run: str) -> tuple[int, int, int]:
         return _stamp(os.stat(self.store.run_dir(run) / "runs.parquet"))
