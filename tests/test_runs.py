@@ -126,6 +126,7 @@ def test_label_rename_rm_via_cli(store, ok, fails):
     assert [(r["name"], r["event_count"]) for r in runs_json(store)] == [("buggy", count_events(BUGGY))]
 
 
+@pytest.mark.slow  # 4 s
 def test_runs_snapshot_is_one_file_and_follows_every_change(store, ok):
     """`runs` is read from one snapshot file per state of the store; a label, a rename, a new run
     or a damaged snapshot never shows stale rows."""
@@ -320,6 +321,17 @@ def csvlines(text: str):
 
 def one_event_trace(path: Path, name: str) -> Path:
     return write_trace(path, [{"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": 1.0, "dur": 2.0}])
+
+
+def test_ingest_summary_of_many_runs_names_the_first_eight(tmp_path, store, cli):
+    d = tmp_path / "job"
+    d.mkdir()
+    for r in range(10):
+        one_event_trace(d / f"rank-{r}.json", f"op{r}")
+    code, stdout, _ = cli("ingest", d, "--store", store, "--jobs", "1")
+    assert code == 0
+    named = ", ".join(f"{run_id_of(d / f'rank-{r}.json')[:12]} 'rank-{r}'" for r in [0, 1, *range(2, 8)])
+    assert stdout.startswith(f"10 events -> 10 runs ({named} and 2 more) in ")
 
 
 @pytest.mark.slow  # 3 s

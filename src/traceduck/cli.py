@@ -114,9 +114,14 @@ def ingest(
         st = Store(store)
         new = [r for r in results if not r.skipped]
         events = sum(r.events for r in new)
-        runs = ", ".join(f"{short_id(r.run_id)} '{r.name}'" for r in new) or "no new runs"
+        runs = ", ".join(f"{short_id(r.run_id)} '{r.name}'" for r in new[:INGEST_RUNS_NAMED]) or "no new runs"
+        if len(new) > INGEST_RUNS_NAMED:  # a job of many ranks: `traceduck runs` lists them all
+            runs = f"{len(new):,} runs ({runs} and {len(new) - INGEST_RUNS_NAMED:,} more)"
         typer.echo(f"{events:,} events -> {runs} in {time.perf_counter() - started:.1f} s, "
                    f"store {size(st.size_bytes())} ({st.path})")
+
+
+INGEST_RUNS_NAMED = 8  # the ingest summary names this many new runs
 
 
 def _ingest_with_progress(files, store, name, labels, force, jobs, salvage):
