@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from . import packs
 from .db import Database
 from .errors import InputError, NotATrace, TraceduckError
 from .store import Store, short_id
@@ -277,4 +278,16 @@ def remove(runs: str | Iterable[str], store: str | os.PathLike | None = None) ->
     with Database(st) as db:
         chosen = _selected(db, runs)
     st.remove_runs([r["run_id"] for r in chosen])
+    packs.remove_holding(st, [r["run_id"] for r in chosen])
     return [(r["run_id"], r["name"]) for r in chosen]
+
+
+def compact(runs: str | Iterable[str] | None = None, store: str | os.PathLike | None = None) -> packs.CompactResult:
+    """Pack the tables of the selected runs (default: every run) into one Parquet file per table,
+    which queries read instead of one file per run: for stores of many runs (every rank of a job).
+    The runs stay as they are; a later change to a packed run (rm, ingest --force) makes queries
+    read its own files again. Returns what was packed (see `packs.py`)."""
+    st = Store(store)
+    with Database(st) as db:
+        chosen = _selected(db, runs) if runs is not None else db.runs()
+    return packs.compact(st, [r["run_id"] for r in chosen])

@@ -212,6 +212,34 @@ def remove_runs(
 
 
 @app.command()
+def compact(
+    runs: list[str] = typer.Argument(None, help="Runs to pack: ids, unique prefixes, names, name patterns, "
+                                     "label:KEY=VALUE or rank:N [default: every run].", show_default=False),
+    store: Optional[Path] = StoreOpt,
+) -> None:
+    """Pack the runs' tables into one Parquet file per table, which queries then read instead of one
+    file per run: for stores of hundreds of runs (every rank of a job). The runs stay as they are;
+    removing or replacing a packed run makes queries read its own files again."""
+    from .api import compact as compact_runs
+
+    started = time.perf_counter()
+    result = compact_runs(runs or None, store=store)
+    err = typer.get_text_stream("stderr")
+    if result.skipped:
+        err.write(f"left out {len(result.skipped):,} runs written by another traceduck version "
+                  f"(re-ingest them with --force): {', '.join(short_id(r) for r in result.skipped[:8])}"
+                  f"{' ...' if len(result.skipped) > 8 else ''}\n")
+    if result.pack_id is None:
+        done = "nothing to pack"
+    elif result.written:
+        done = f"packed {len(result.runs):,} runs into {result.pack_id[:12]} ({size(result.bytes)})"
+    else:
+        done = f"{len(result.runs):,} runs already packed in {result.pack_id[:12]} ({size(result.bytes)})"
+    removed = f"; removed {result.removed} older pack{'s' if result.removed != 1 else ''}" if result.removed else ""
+    typer.echo(f"{done}{removed} in {time.perf_counter() - started:.1f} s")
+
+
+@app.command()
 def sql(
     query: str = typer.Argument(..., help="SQL over the views runs, events, args, shapes, stacks.", show_default=False),
     store: Optional[Path] = StoreOpt,

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import duckdb
 
-from . import reference
+from . import packs, reference
 from .catalog import Relation, documented_relations, schema_stamp, sql_dir, tables, view_files
 from .errors import QueryError, RunSelectionError, StoreError, did_you_mean, with_suggestion
 from .store import LAYOUT_VERSION, Store, short_id
@@ -89,11 +89,10 @@ def _literal(text: str) -> str:
 CACHE_DIR = "cache"  # STORE/cache/<key>/: the view file and an empty Parquet file per table
 VIEWS_FILE = "views.duckdb"
 CACHE_ALIAS = "traceduck"  # the view file's name in DuckDB's catalog
-_CACHE_LAYOUT = "7"  # part of the key: change it when what the view file holds changes
+_CACHE_LAYOUT = "8"  # part of the key: change it when what the view file holds changes
 # Session variables the view file's tables read: the runs to cover, where runs live, and where the
 # empty files are (read_parquet needs at least one file; a store without runs reads those).
-_RUNS = "traceduck_runs"
-_RUNS_DIR = "traceduck_runs_dir"
+_SOURCES = "traceduck_sources"  # directories holding <table>.parquet: packs, then runs
 _EMPTY_DIR = "traceduck_empty_dir"
 # With the view file, `runs` is its view over this table, which each connection fills itself (see
 # Database). The reference tables are the view file's, in its schema `seed` (last on the search
@@ -103,18 +102,20 @@ _RUNS_ROWS = "_runs_rows"
 SNAPSHOT_KEEP_S = 3600  # a runs snapshot not read for this long (by mtime) is removed when another is written
 
 
-def _stamps_key(stamps: dict[str, tuple[int, int, int]]) -> str:
-    """Key of a set of runs and the identity of each one's runs.parquet (see Store.run_stamps)."""
-    return hashlib.blake2b(repr(sorted(stamps.items())).encode(), digest_size=12).hexdigest()
 _SEED = "seed"
 _READ_ONLY = f'on database "{CACHE_ALIAS}" which is attached in read-only mode'
 
 
+def _stamps_key(stamps: dict[str, tuple[int, int, int]]) -> str:
+    """Key of a set of runs and the identity of each one's runs.parquet (see Store.run_stamps)."""
+    return hashlib.blake2b(repr(sorted(stamps.items())).encode(), digest_size=12).hexdigest()
+
+
 def _files(table: str) -> str:
-    """The Parquet files of `table` for the runs in the session variables, as a SQL expression."""
-    return (f"CASE WHEN len(getvariable('{_RUNS}')) = 0 THEN [getvariable('{_EMPTY_DIR}') || '/{table}.parquet'] "
-            f"ELSE list_transform(getvariable('{_RUNS}'), "
-            f"lambda r: getvariable('{_RUNS_DIR}') || '/' || r || '/{table}.parquet') END")
+    """The Parquet files of `table` in the session's source directories (the packs chosen and the
+    directories of the runs read from their own files), as a SQL expression."""
+    return (f"CASE WHEN len(getvariable('{_SOURCES}')) = 0 THEN [getvariable('{_EMPTY_DIR}') || '/{table}.parquet'] "
+            f"ELSE list_transform(getvariable('{_SOURCES}'), lambda d: d || '/{table}.parquet') END")
 
 
 def _comments(rel: Relation, kind: str) -> list[str]:
@@ -174,7 +175,7 @@ def _write_view_cache(store: Store, target: Path) -> Path:
                 con.execute(f"COPY temp.{rel.name} TO {_literal(str(tmp / 'empty' / f'{rel.name}.parquet'))} "
                             "(FORMAT parquet)")
                 con.execute(f"DROP TABLE temp.{rel.name}")
-            con.execute(f"SET VARIABLE {_RUNS} = []::VARCHAR[]")
+            con.execute(f"SET VARIABLE {_SOURCES} = []::VARCHAR[]")
             con.execute(f"SET VARIABLE {_EMPTY_DIR} = ?", [str(tmp / "empty")])
             statements = []
             for rel in tables().values():
@@ -241,6 +242,8 @@ class Database:
         self._mutex = threading.Lock()
         self._own_refs = False  # whether the reference tables are this connection's (see _own_references)
         self._runs_memo: tuple | None = None  # (the runs listed and their stamps, runs()) of the last runs()
+        self._sources: tuple | None = None  # ((runs, packs state), directories to read them from)
+        self._packs_state: int | None = None  # packs.state() when the tables were last pointed
         if not store.path.is_dir():
             raise StoreError(f"no store at {store.path}", "Run `traceduck ingest TRACE` first, or pass --store")
         if run_ids is not None:
@@ -285,9 +288,18 @@ class Database:
     def _point(self, con: duckdb.DuckDBPyConnection, runs: list[str]) -> None:
         """Make a connection of this Database read the view file's views over `runs`."""
         con.execute(f"SET search_path = '{','.join(f'{d}.{s}' for d, s in self._catalogs)}'")
-        con.execute(f"SET VARIABLE {_RUNS} = ?::VARCHAR[]", [runs])
-        con.execute(f"SET VARIABLE {_RUNS_DIR} = ?", [str(self.store.runs_dir)])
+        con.execute(f"SET VARIABLE {_SOURCES} = ?::VARCHAR[]", [self._sources_for(runs)])
         con.execute(f"SET VARIABLE {_EMPTY_DIR} = ?", [str(self._cache / "empty")])
+
+    def _sources_for(self, runs: list[str]) -> list[str]:
+        """The directories to read `runs` from: the packs that hold only runs among them, then the
+        other runs' own directories (see packs.py). Chosen once per listing of the store."""
+        # a run replaced (ingest --force) has a new runs.parquet, so a new stamp: its packs go stale
+        key = (tuple(runs), packs.state(self.store), _stamps_key({r: self._stamps.get(r) for r in runs}))
+        if self._sources is None or self._sources[0] != key:
+            chosen, left = packs.choose(self.store, runs) if key[1] is not None else ([], runs)
+            self._sources = (key, [str(p) for p in chosen] + [self.store.run_file(r, "").rstrip(os.sep) for r in left])
+        return self._sources[1]
 
     def _create_views(self) -> None:
         for attempt in range(LOST_FILE_RETRIES + 1):
@@ -317,6 +329,7 @@ class Database:
                 self.con.execute(_runs_rows_body().replace("CREATE TABLE", "CREATE OR REPLACE TABLE", 1))
                 self._stamps = {}
             self._kinds[_RUNS_ROWS] = "TABLE"
+            self._packs_state = packs.state(self.store)
             self._point(self.con, runs)
             if runs:
                 self._check_layout()
@@ -367,7 +380,7 @@ class Database:
         for run in runs:
             if run in self._current:
                 continue
-            if (self.store.run_dir(run) / schema_stamp()).exists():  # written with these columns
+            if os.path.exists(self.store.run_file(run, schema_stamp())):  # written with these columns
                 self._current.add(run)
                 continue
             try:
@@ -430,7 +443,7 @@ class Database:
                 return
         for attempt in range(LOST_FILE_RETRIES + 1):
             before = {r: self._stat_runs_file(r) for r in changed}
-            paths = [str(self.store.run_dir(r) / "runs.parquet") for r in changed]
+            paths = [self.store.run_file(r, "runs.parquet") for r in changed]
             self.con.execute("BEGIN")
             try:
                 have = {name for (name,) in self.con.execute(
@@ -502,7 +515,7 @@ class Database:
             pass
 
     def _stat_runs_file(self, run: str) -> tuple[int, int, int]:
-        return _stamp(os.stat(self.store.run_dir(run) / "runs.parquet"))
+        return _stamp(os.stat(self.store.run_file(run, "runs.parquet")))
 
     def _refresh(self, again: bool = False) -> None:
         """List the published runs anew; re-point the tables when the list changed (or `again`),
@@ -513,10 +526,14 @@ class Database:
             for attempt in range(LOST_FILE_RETRIES + 1):
                 stamps = self.store.run_stamps(self.run_ids)
                 runs = sorted(stamps) if self.run_ids is None else self.run_ids
+                if self._cache is not None and packs.state(self.store) != self._packs_state:
+                    again = True  # a pack written or removed: point the tables anew
                 try:
                     if not again and runs == self._listed:
                         if runs and not self._by_glob and stamps != self._stamps:
                             self._load_runs(runs)
+                            if self._cache is not None:
+                                self._point(self.con, runs)
                         return
                     self._create_tables(runs)
                     return
@@ -539,7 +556,7 @@ class Database:
         error (the base duckdb.Error, or one naming the file). Errors in the query itself have
         their own types."""
         if isinstance(e, (duckdb.IOException, duckdb.InvalidInputException, OSError)):
-            return str(self.store.runs_dir) in str(e)
+            return str(self.store.runs_dir) in str(e) or str(packs.packs_dir(self.store)) in str(e)
         return type(e) is duckdb.Error
 
     def _comment(self, rel: Relation, kind: str) -> None:
