@@ -146,7 +146,7 @@ def python_api() -> list[tuple[str, object]]:
     return out
 
 
-PYTHON_FUNCTIONS = ["open", "ingest", "export"]
+PYTHON_FUNCTIONS = ["open", "ingest", "export", "label", "rename", "remove", "compact"]
 DATABASE_METHODS = ["sql", "report", "diff", "export", "runs", "select_runs", "resolve_run", "relations", "describe",
                     "cursor", "scoped", "fetch", "stream", "close"]
 
