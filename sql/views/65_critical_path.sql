@@ -4,7 +4,8 @@
 --
 -- A step's window runs from the start of its CPU `ProfilerStep#N` window to the later of that
 -- window's end and the end of the last GPU work launched in the step; a run without profiler
--- steps is one window (step NULL) from its first CPU op to its last CPU op or GPU work. The walk
+-- steps is one window (step NULL) from its first CPU op or runtime call to its last CPU op,
+-- runtime call or GPU work. The walk
 -- starts at the window's end, on that last GPU work or on the step's CPU thread, and steps back:
 --   * GPU work (kernel, copy, set) -> the previous work on its stream when that ended at or after
 --     the launch call started (the stream was busy: a kernel-to-kernel gap), else its launch call
@@ -122,10 +123,12 @@ WITH RECURSIVE work AS (
 ), last_gpu AS (
   SELECT run_id, step, arg_max(event_id, end_ns) AS event_id, max(end_ns) AS end_ns FROM work GROUP BY ALL
 ), cpu_ops AS (
+  -- CPU ops and runtime calls (a run often ends in cudaFree calls outside any op)
   SELECT run_id, pid, tid, ts_ns, ts_ns + dur_ns AS end_ns, event_id FROM events
-  WHERE run_id IN (SELECT unnest(run_ids)) AND is_cpu_op AND dur_ns IS NOT NULL
+  WHERE run_id IN (SELECT unnest(run_ids)) AND phase = 'X' AND dur_ns IS NOT NULL
+    AND (is_cpu_op OR category IN (SELECT category FROM event_categories WHERE is_runtime))
 ), stepless AS (
-  -- a run without profiler steps is one window, from its first CPU op or GPU work
+  -- a run without profiler steps is one window, from its first CPU op, runtime call or GPU work
   SELECT r.run_id, NULL::BIGINT AS step,
          least((SELECT min(ts_ns) FROM cpu_ops o WHERE o.run_id = r.run_id), (SELECT min(ts_ns) FROM work w WHERE w.run_id = r.run_id)) AS start_ns,
          (SELECT max(end_ns) FROM cpu_ops o WHERE o.run_id = r.run_id) AS cpu_end_ns,
@@ -244,3 +247,34 @@ SELECT run_id, step, window_start_ns, window_end_ns,
        kind, event_id, head_event_id, pid, tid, device, stream, ts_ns, end_ns - ts_ns AS dur_ns,
        cpu_ns, gpu_compute_ns, communication_ns, gpu_copy_ns, launch_ns, kernel_gap_ns, sync_ns, unattributed_ns
 FROM path WHERE kind <> 'end';
+
+-- The critical path of every profiler step of every run (`critical_path_of` over all runs; a run
+-- without profiler steps is one window with step NULL), one row per element, in time order by
+-- `position`. An element is a stretch of CPU time on one thread, a synchronizing call, a launch
+-- (call start to work start), a kernel-to-kernel gap, or a chain of GPU work on one stream (work
+-- that each waited for the previous one, with the gaps between them); the elements of a window
+-- tile it, and each element's breakdown columns add up to its dur_ns.
+-- @column run_id VARCHAR Run of the step.
+-- @column step BIGINT N of ProfilerStep#N; NULL for the one window of a run without steps.
+-- @column window_start_ns BIGINT Start of the window: the step's CPU window start (else the run's first CPU op, runtime call or GPU work), ns.
+-- @column window_end_ns BIGINT End of the window: the later of the CPU window's end and the last end of the GPU work launched in the step, ns.
+-- @column position BIGINT 1 for the element at the window's start, counting forward in time.
+-- @column kind VARCHAR cpu (time on a CPU thread up to a launch or the window's end), sync (a synchronizing call from the end of the work it waited for to its return, or the whole call when it waited for nothing), launch (launch call start to the work's start), kernel_gap (idle stream between two works where the later was already launched), gpu (a chain of GPU work on one stream) or unattributed (GPU work with neither a launch in the trace nor earlier work on its stream).
+-- @column event_id BIGINT The element's event: the last GPU work of a gpu chain, the work after a kernel_gap, the launch call, the synchronizing call; NULL for cpu.
+-- @column head_event_id BIGINT gpu: the first GPU work of the chain on the path (the element's start); NULL otherwise.
+-- @column pid VARCHAR CPU process of cpu, sync and launch elements.
+-- @column tid VARCHAR CPU thread of cpu, sync and launch elements.
+-- @column device BIGINT GPU of gpu, kernel_gap and unattributed elements.
+-- @column stream BIGINT Stream of gpu, kernel_gap and unattributed elements.
+-- @column ts_ns BIGINT Start of the element, ns.
+-- @column dur_ns BIGINT Length of the element, ns.
+-- @column cpu_ns BIGINT CPU-bound time in the element, ns.
+-- @column gpu_compute_ns BIGINT Time of compute kernels in the element, ns.
+-- @column communication_ns BIGINT Time of communication kernels (`kernel_collective`) in the element, ns.
+-- @column gpu_copy_ns BIGINT Time of GPU memory copies and sets in the element, ns.
+-- @column launch_ns BIGINT Launch latency in the element (launch call start to work start), ns.
+-- @column kernel_gap_ns BIGINT Kernel-to-kernel overhead in the element (stream idle with the next work already launched), ns.
+-- @column sync_ns BIGINT Time in synchronizing calls that the GPU work does not explain, ns.
+-- @column unattributed_ns BIGINT Time before GPU work that has neither a launch in the trace nor earlier work on its stream, ns.
+CREATE OR REPLACE VIEW critical_path AS
+SELECT * FROM critical_path_of((SELECT list(run_id) FROM runs));
