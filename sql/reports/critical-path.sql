@@ -19,25 +19,19 @@
 -- column: kernels_on_path BIGINT -- GPU kernels, copies and sets on the path (those the path's gpu chains cover)
 WITH p AS (
   SELECT * FROM critical_path_of((SELECT list(run_id) FROM report_runs))
-), chains AS (
-  SELECT p.run_id, p.step, count(*) AS kernels
-  FROM p JOIN critical_path_work((SELECT list(run_id) FROM report_runs)) w
-    ON w.run_id = p.run_id AND w.device IS NOT DISTINCT FROM p.device AND w.stream IS NOT DISTINCT FROM p.stream
-   AND w.ts_ns < p.ts_ns + p.dur_ns AND w.end_ns > p.ts_ns
-  WHERE p.kind = 'gpu'
-  GROUP BY ALL
 ), s AS (
   SELECT run_id, step, min(window_start_ns) AS ts_ns, max(window_end_ns) - min(window_start_ns) AS dur_ns,
          sum(cpu_ns)::BIGINT AS cpu_ns, sum(gpu_compute_ns)::BIGINT AS gpu_compute_ns,
          sum(communication_ns)::BIGINT AS communication_ns, sum(gpu_copy_ns)::BIGINT AS gpu_copy_ns,
          sum(launch_ns)::BIGINT AS launch_ns, sum(kernel_gap_ns)::BIGINT AS kernel_gap_ns,
-         sum(sync_ns)::BIGINT AS sync_ns, sum(unattributed_ns)::BIGINT AS unattributed_ns, count(*) AS elements
+         sum(sync_ns)::BIGINT AS sync_ns, sum(unattributed_ns)::BIGINT AS unattributed_ns, count(*) AS elements,
+         sum(works)::BIGINT AS kernels_on_path
   FROM p GROUP BY run_id, step
 )
 SELECT s.run_id, r.name AS run_name, s.step, s.ts_ns, s.dur_ns, s.cpu_ns, s.gpu_compute_ns, s.communication_ns,
        s.gpu_copy_ns, s.launch_ns, s.kernel_gap_ns, s.sync_ns, s.unattributed_ns,
        (SELECT arg_max(k, v) FROM (SELECT unnest(['cpu', 'gpu_compute', 'communication', 'gpu_copy', 'launch', 'kernel_gap', 'sync', 'unattributed']) AS k,
                                           unnest([s.cpu_ns, s.gpu_compute_ns, s.communication_ns, s.gpu_copy_ns, s.launch_ns, s.kernel_gap_ns, s.sync_ns, s.unattributed_ns]) AS v)) AS bound,
-       s.elements, coalesce(c.kernels, 0) AS kernels_on_path
-FROM s JOIN runs r USING (run_id) LEFT JOIN chains c ON c.run_id = s.run_id AND c.step IS NOT DISTINCT FROM s.step
+       s.elements, s.kernels_on_path
+FROM s JOIN runs r USING (run_id)
 ORDER BY s.run_id, s.step

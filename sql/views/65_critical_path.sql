@@ -65,6 +65,7 @@ WITH w AS (
   FROM c
 ), g AS (
   SELECT b.*, sum(CASE WHEN waits_on_prev AND NOT is_cut THEN 0 ELSE 1 END) OVER s AS chain,
+         row_number() OVER s AS stream_index,
          sum(CASE WHEN prev_kind = 'gpu_compute' THEN prev_busy_ns ELSE 0 END) OVER s AS cum_compute_ns,
          sum(CASE WHEN prev_kind = 'communication' THEN prev_busy_ns ELSE 0 END) OVER s AS cum_comm_ns,
          sum(CASE WHEN prev_kind = 'gpu_copy' THEN prev_busy_ns ELSE 0 END) OVER s AS cum_copy_ns,
@@ -116,9 +117,9 @@ SELECT s.*, waited.awaited_event_id, waited.awaited_end_ns FROM s LEFT JOIN wait
 -- the path from the window's end back to its start (see the top of this file); the elements
 -- tile the window. `critical_path` is this over every run.
 CREATE OR REPLACE MACRO critical_path_of(run_ids) AS TABLE
-WITH RECURSIVE work AS (
+WITH RECURSIVE work AS MATERIALIZED (
   SELECT * FROM critical_path_work(run_ids)
-), syncs AS (
+), syncs AS MATERIALIZED (
   SELECT * FROM critical_path_syncs(run_ids)
 ), last_gpu AS (
   SELECT run_id, step, arg_max(event_id, end_ns) AS event_id, max(end_ns) AS end_ns FROM work GROUP BY ALL
@@ -162,7 +163,7 @@ WITH RECURSIVE work AS (
          NULL::BIGINT AS device, NULL::BIGINT AS stream, end_ns AS ts_ns, end_ns AS end_ns,
          0::BIGINT AS cpu_ns, 0::BIGINT AS gpu_compute_ns, 0::BIGINT AS communication_ns, 0::BIGINT AS gpu_copy_ns,
          0::BIGINT AS launch_ns, 0::BIGINT AS kernel_gap_ns, 0::BIGINT AS sync_ns, 0::BIGINT AS unattributed_ns,
-         node AS next_kind,
+         0::BIGINT AS works, node AS next_kind,
          CASE WHEN node = 'gpu' THEN last_gpu_event_id END AS next_event_id,
          CASE WHEN node = 'cpu' THEN prior_sync_id END AS next_sync_id,
          CASE WHEN node = 'cpu' THEN pid END AS next_pid, CASE WHEN node = 'cpu' THEN tid END AS next_tid
@@ -178,6 +179,7 @@ WITH RECURSIVE work AS (
          CASE WHEN q.kind = 'kernel_gap' THEN q.t_ns - q.seg_start_ns WHEN q.kind = 'gpu' THEN q.chain_gap_ns ELSE 0 END,
          CASE WHEN q.kind = 'sync' THEN q.t_ns - q.seg_start_ns ELSE 0 END,
          CASE WHEN q.kind = 'unattributed' THEN q.t_ns - q.seg_start_ns ELSE 0 END,
+         CASE WHEN q.kind = 'gpu' THEN CASE WHEN q.enters_chain THEN q.w_stream_index - q.h_stream_index + 1 ELSE 1 END ELSE 0 END,
          q.next_kind, q.next_event_id, q.next_sync_id, q.next_pid, q.next_tid
   FROM (
     SELECT r.*,
@@ -223,6 +225,7 @@ WITH RECURSIVE work AS (
              w.launch_ts_ns AS w_launch_ts_ns, w.launch_pid AS w_launch_pid, w.launch_tid AS w_launch_tid,
              w.launch_prior_sync_id AS w_launch_prior_sync_id,
              w.cum_compute_ns AS w_cum_compute_ns, w.cum_comm_ns AS w_cum_comm_ns, w.cum_copy_ns AS w_cum_copy_ns, w.cum_gap_ns AS w_cum_gap_ns,
+             w.stream_index AS w_stream_index, h.stream_index AS h_stream_index,
              h.ts_ns AS h_ts_ns, h.cum_compute_ns AS h_cum_compute_ns, h.cum_comm_ns AS h_cum_comm_ns, h.cum_copy_ns AS h_cum_copy_ns, h.cum_gap_ns AS h_cum_gap_ns,
              -- the work's own time up to where the walk came in
              CASE WHEN w.kind = 'gpu_compute' THEN greatest(least(w.end_ns, p.ts_ns) - greatest(w.ts_ns, p.window_start_ns), 0) ELSE 0 END AS own_compute_ns,
@@ -245,7 +248,7 @@ WITH RECURSIVE work AS (
 SELECT run_id, step, window_start_ns, window_end_ns,
        row_number() OVER (PARTITION BY run_id, step ORDER BY depth DESC) AS position,
        kind, event_id, head_event_id, pid, tid, device, stream, ts_ns, end_ns - ts_ns AS dur_ns,
-       cpu_ns, gpu_compute_ns, communication_ns, gpu_copy_ns, launch_ns, kernel_gap_ns, sync_ns, unattributed_ns
+       works, cpu_ns, gpu_compute_ns, communication_ns, gpu_copy_ns, launch_ns, kernel_gap_ns, sync_ns, unattributed_ns
 FROM path WHERE kind <> 'end';
 
 -- The critical path of every profiler step of every run (`critical_path_of` over all runs; a run
@@ -268,6 +271,7 @@ FROM path WHERE kind <> 'end';
 -- @column stream BIGINT Stream of gpu, kernel_gap and unattributed elements.
 -- @column ts_ns BIGINT Start of the element, ns.
 -- @column dur_ns BIGINT Length of the element, ns.
+-- @column works BIGINT gpu: the GPU works (kernels, copies, sets) of the chain on the path; 0 otherwise.
 -- @column cpu_ns BIGINT CPU-bound time in the element, ns.
 -- @column gpu_compute_ns BIGINT Time of compute kernels in the element, ns.
 -- @column communication_ns BIGINT Time of communication kernels (`kernel_collective`) in the element, ns.
