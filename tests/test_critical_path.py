@@ -23,11 +23,12 @@ HTA_E2E = "public/facebookresearch__HolisticTraceAnalysis/tests/data/critical_pa
 
 
 def generated() -> list[dict]:
-    """Four steps of 1000 us on one CPU thread (times in us):
+    """Six steps on one CPU thread (times in us):
     1 CPU-bound: two short kernels done long before the CPU window ends in a sync that waits for nothing;
     2 GPU-bound: a kernel, a copy and an all-reduce queued back to back on stream 7 outlive the CPU window;
     3 a cudaStreamSynchronize on stream 7 waits for a kernel (a kernel on stream 13 ends later, inside the call);
-    4 a cudaDeviceSynchronize waits for the later of two kernels on two streams."""
+    4 a cudaDeviceSynchronize waits for the later of two kernels on two streams;
+    5, 6 a GPU-bound step whose kernels run into the next one, which waits for its own kernel queued behind them."""
     events = []
 
     def cpu(name, ts, dur, cat="cpu_op", **args):
@@ -59,6 +60,14 @@ def generated() -> list[dict]:
     launch(6010, 31, "gemm_kernel", 6050, 6500, 7)
     launch(6020, 32, "gemm_kernel", 6100, 6700, 13)
     cpu("cudaDeviceSynchronize", 6030, 680, cat="cuda_runtime", correlation=33)
+    # step 5: CPU window [8000, 8500], window [8000, 8900]; its two kernels run into step 6, whose kernel
+    # queues behind them and whose sync waits for it: step 6's path starts inside step 5's first kernel
+    cpu("ProfilerStep#5", 8000, 500, cat="user_annotation")
+    cpu("ProfilerStep#6", 8600, 1000, cat="user_annotation")
+    launch(8010, 41, "gemm_a", 8020, 8700, 7)
+    launch(8020, 42, "gemm_b", 8700, 8900, 7)
+    launch(8610, 51, "gemm_c", 8900, 9000, 7)
+    cpu("cudaStreamSynchronize", 8620, 390, cat="cuda_runtime", correlation=52)
     return events
 
 
@@ -69,6 +78,8 @@ EXPECTED = {
         "communication_ns": 200},
     3: {"cpu_ns": 10 + 190, "launch_ns": 90, "gpu_compute_ns": 700, "sync_ns": 10},
     4: {"cpu_ns": 20 + 290, "launch_ns": 80, "gpu_compute_ns": 600, "sync_ns": 10},
+    5: {"cpu_ns": 10, "launch_ns": 10, "gpu_compute_ns": 680 + 200},
+    6: {"gpu_compute_ns": 100 + 200 + 100, "sync_ns": 10, "cpu_ns": 590},
 }
 # the path's elements in time order (kind, event name)
 EXPECTED_ELEMENTS = {
@@ -78,6 +89,9 @@ EXPECTED_ELEMENTS = {
         ("cpu", None)],
     4: [("cpu", None), ("launch", "cudaLaunchKernel"), ("gpu", "gemm_kernel"), ("sync", "cudaDeviceSynchronize"),
         ("cpu", None)],
+    # gemm_a was launched before gemm_b started: the stream was busy, a gap of 0 ns
+    5: [("cpu", None), ("launch", "cudaLaunchKernel"), ("gpu", "gemm_a"), ("kernel_gap", "gemm_b"), ("gpu", "gemm_b")],
+    6: [("gpu", "gemm_a"), ("kernel_gap", "gemm_b"), ("gpu", "gemm_c"), ("sync", "cudaStreamSynchronize"), ("cpu", None)],
 }
 
 
@@ -113,14 +127,14 @@ def test_breakdown_by_construction(gen):
     store, events = gen
     got = {r["step"]: r for r in rows(store)}
     lengths = step_lengths(events)
-    assert sorted(got) == [1, 2, 3, 4]
+    assert sorted(got) == [1, 2, 3, 4, 5, 6]
     for step, parts in EXPECTED.items():
         r = got[step]
         assert r["dur_ns"] == lengths[step] == sum(parts.values()) * US
         assert {k: r[k] for k in PARTS} == {k: parts.get(k, 0) * US for k in PARTS}, step
         assert sum(r[k] for k in PARTS) == r["dur_ns"]
-    assert [got[s]["bound"] for s in (1, 2, 3, 4)] == ["cpu", "gpu_copy", "gpu_compute", "gpu_compute"]
-    assert got[2]["kernels_on_path"] == 3
+    assert [got[s]["bound"] for s in range(1, 7)] == ["cpu", "gpu_copy", "gpu_compute", "gpu_compute", "gpu_compute", "cpu"]
+    assert [got[s]["kernels_on_path"] for s in range(1, 7)] == [0, 3, 1, 1, 2, 3]
 
 
 def test_elements_in_order_tile_the_step(gen):
