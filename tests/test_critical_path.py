@@ -193,3 +193,26 @@ def test_hta_simple_add(tmp_path):
     cpu = [e for e in events if e["cat"] in ("cpu_op", "cuda_runtime")]
     assert report["dur_ns"] == max(ns(e["ts"]) + ns(e["dur"]) for e in cpu) - min(ns(e["ts"]) for e in cpu)
     assert sum(report[k] for k in PARTS) == report["dur_ns"]
+
+
+@pytest.mark.slow  # 12 s, plus ingesting the shared traces
+def test_path_tiles_every_step_of_every_shared_trace(shared_store):
+    """On every shared trace, each step's elements follow one another from the window's start to its end
+    with no gap or overlap, every part is non-negative, and the parts add up to each element and step."""
+    path, results = shared_store
+    with traceduck.open(path) as db:
+        broken = db.sql(f"""
+            WITH p AS (SELECT *, lag(ts_ns + dur_ns) OVER (PARTITION BY run_id, step ORDER BY position) AS prev_end_ns,
+                              count(*) OVER (PARTITION BY run_id, step) AS n FROM critical_path)
+            SELECT run_id, step, position, kind FROM p
+            WHERE ({' + '.join(PARTS)}) <> dur_ns OR least({', '.join(PARTS)}, dur_ns) < 0
+               OR (position = 1 AND ts_ns <> window_start_ns) OR (position > 1 AND ts_ns <> prev_end_ns)
+               OR (position = n AND ts_ns + dur_ns <> window_end_ns)""").fetchall()
+        columns, data = run_report(db, "critical-path", keep_run_columns=True)
+        gpu_runs = {r[0] for r in db.sql("SELECT DISTINCT run_id FROM gpu_kernels").fetchall()}
+    assert broken == []
+    report = [dict(zip(columns, r)) for r in data]
+    assert all(sum(r[k] for k in PARTS) == r["dur_ns"] > 0 for r in report)
+    # every GPU run has a path, and the GPU shows up on some of them
+    assert gpu_runs <= {r["run_id"] for r in report}
+    assert sum(r["gpu_compute_ns"] for r in report) > 0
