@@ -28,7 +28,8 @@ def generated() -> list[dict]:
     2 GPU-bound: a kernel, a copy and an all-reduce queued back to back on stream 7 outlive the CPU window;
     3 a cudaStreamSynchronize on stream 7 waits for a kernel (a kernel on stream 13 ends later, inside the call);
     4 a cudaDeviceSynchronize waits for the later of two kernels on two streams;
-    5, 6 a GPU-bound step whose kernels run into the next one, which waits for its own kernel queued behind them."""
+    5, 6 a GPU-bound step whose kernels run into the next one, which waits for its own kernel queued behind them;
+    7 a kernel waits for one on another stream (cudaStreamWaitEvent), and a stream sync for it."""
     events = []
 
     def cpu(name, ts, dur, cat="cpu_op", **args):
@@ -68,6 +69,17 @@ def generated() -> list[dict]:
     launch(8020, 42, "gemm_b", 8700, 8900, 7)
     launch(8610, 51, "gemm_c", 8900, 9000, 7)
     cpu("cudaStreamSynchronize", 8620, 390, cat="cuda_runtime", correlation=52)
+    # step 7: [11000, 12000]; stream 7 waits (cudaStreamWaitEvent) for an event recorded on stream 13
+    # after wait_src, so wait_dst starts 10 us after wait_src ends
+    cpu("ProfilerStep#7", 11000, 1000, cat="user_annotation")
+    launch(11010, 61, "wait_src", 11020, 11600, 13)
+    cpu("cudaEventRecord", 11020, 3, cat="cuda_runtime", correlation=62)
+    cpu("cudaStreamWaitEvent", 11030, 3, cat="cuda_runtime", correlation=63)
+    events.append({"ph": "X", "cat": "cuda_sync", "name": "Stream Wait Event", "pid": 0, "tid": 7, "ts": 11031, "dur": 1,
+                   "args": {"stream": 7, "device": 0, "correlation": 63, "wait_on_stream": 13,
+                            "wait_on_cuda_event_record_corr_id": 62, "cuda_sync_kind": "Stream Wait Event"}})
+    launch(11040, 64, "wait_dst", 11610, 11700, 7)
+    cpu("cudaStreamSynchronize", 11050, 660, cat="cuda_runtime", correlation=65)
     return events
 
 
@@ -80,6 +92,7 @@ EXPECTED = {
     4: {"cpu_ns": 20 + 290, "launch_ns": 80, "gpu_compute_ns": 600, "sync_ns": 10},
     5: {"cpu_ns": 10, "launch_ns": 10, "gpu_compute_ns": 680 + 200},
     6: {"gpu_compute_ns": 100 + 200 + 100, "sync_ns": 10, "cpu_ns": 590},
+    7: {"cpu_ns": 10 + 290, "launch_ns": 10, "gpu_compute_ns": 580 + 90, "kernel_gap_ns": 10, "sync_ns": 10},
 }
 # the path's elements in time order (kind, event name)
 EXPECTED_ELEMENTS = {
@@ -92,6 +105,8 @@ EXPECTED_ELEMENTS = {
     # gemm_a was launched before gemm_b started: the stream was busy, a gap of 0 ns
     5: [("cpu", None), ("launch", "cudaLaunchKernel"), ("gpu", "gemm_a"), ("kernel_gap", "gemm_b"), ("gpu", "gemm_b")],
     6: [("gpu", "gemm_a"), ("kernel_gap", "gemm_b"), ("gpu", "gemm_c"), ("sync", "cudaStreamSynchronize"), ("cpu", None)],
+    7: [("cpu", None), ("launch", "cudaLaunchKernel"), ("gpu", "wait_src"), ("stream_wait", "wait_dst"), ("gpu", "wait_dst"),
+        ("sync", "cudaStreamSynchronize"), ("cpu", None)],
 }
 
 
@@ -127,14 +142,15 @@ def test_breakdown_by_construction(gen):
     store, events = gen
     got = {r["step"]: r for r in rows(store)}
     lengths = step_lengths(events)
-    assert sorted(got) == [1, 2, 3, 4, 5, 6]
+    assert sorted(got) == [1, 2, 3, 4, 5, 6, 7]
     for step, parts in EXPECTED.items():
         r = got[step]
         assert r["dur_ns"] == lengths[step] == sum(parts.values()) * US
         assert {k: r[k] for k in PARTS} == {k: parts.get(k, 0) * US for k in PARTS}, step
         assert sum(r[k] for k in PARTS) == r["dur_ns"]
-    assert [got[s]["bound"] for s in range(1, 7)] == ["cpu", "gpu_copy", "gpu_compute", "gpu_compute", "gpu_compute", "cpu"]
-    assert [got[s]["kernels_on_path"] for s in range(1, 7)] == [0, 3, 1, 1, 2, 3]
+    assert [got[s]["bound"] for s in range(1, 8)] == ["cpu", "gpu_copy", "gpu_compute", "gpu_compute", "gpu_compute",
+                                                      "cpu", "gpu_compute"]
+    assert [got[s]["kernels_on_path"] for s in range(1, 8)] == [0, 3, 1, 1, 2, 3, 2]
 
 
 def test_elements_in_order_tile_the_step(gen):

@@ -1,5 +1,5 @@
 -- title: Critical path per profiler step
--- description: Per run and ProfilerStep: the chain of dependent events that set the step's end-to-end time (CPU -> launch -> kernel -> next kernel on the stream, kernel -> synchronizing call -> CPU), found by a backward walk from the step's last-finishing event, as in HTA's critical-path analysis, and what it is made of. The breakdown columns add up to dur_ns. A run without profiler steps gives one row (step NULL) for the whole run. The view critical_path lists each step's path element by element; sql/views/65_critical_path.sql says which edges are inferred.
+-- description: Per run and ProfilerStep: the chain of dependent events that set the step's end-to-end time (CPU -> launch -> kernel -> next kernel on the stream or on a stream waiting for it, kernel -> synchronizing call -> CPU), found by a backward walk from the step's last-finishing event, as in HTA's critical-path analysis, and what it is made of. The breakdown columns add up to dur_ns. A run without profiler steps gives one row (step NULL) for the whole run. The view critical_path lists each step's path element by element; sql/views/65_critical_path.sql says which edges are inferred.
 -- empty: the selected runs have no CPU ops, runtime calls or GPU work
 -- column: run_id VARCHAR -- the run
 -- column: run_name VARCHAR -- name of the run
@@ -11,7 +11,7 @@
 -- column: communication_ns BIGINT -- communication kernels (NCCL, RCCL, ...) on the path, ns
 -- column: gpu_copy_ns BIGINT -- GPU memory copies and sets on the path, ns
 -- column: launch_ns BIGINT -- launch latency on the path: from a launch call's start to its work's start, ns
--- column: kernel_gap_ns BIGINT -- kernel-to-kernel overhead on the path: a stream idle while its next work was already launched, ns
+-- column: kernel_gap_ns BIGINT -- kernel-to-kernel overhead on the path: a stream idle while its next work was already launched, or waiting for work on another stream (cudaStreamWaitEvent), ns
 -- column: sync_ns BIGINT -- synchronizing calls on the path, from the end of the work they waited for to their return (the whole call when the work was already done), ns
 -- column: unattributed_ns BIGINT -- time before GPU work with neither a launch in the trace nor earlier work on its stream, ns
 -- column: bound VARCHAR -- the largest part: cpu, gpu_compute, communication, gpu_copy, launch, kernel_gap, sync or unattributed

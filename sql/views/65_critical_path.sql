@@ -5,10 +5,11 @@
 -- A step's window runs from the start of its CPU `ProfilerStep#N` window to the later of that
 -- window's end and the end of the last GPU work launched in the step; a run without profiler
 -- steps is one window (step NULL) from its first CPU op or runtime call to its last CPU op,
--- runtime call or GPU work. The walk
--- starts at the window's end, on that last GPU work or on the step's CPU thread, and steps back:
---   * GPU work (kernel, copy, set) -> the previous work on its stream when that ended at or after
---     the launch call started (the stream was busy: a kernel-to-kernel gap), else its launch call
+-- runtime call or GPU work. The walk starts at the window's end, on that last GPU work or on the
+-- step's CPU thread, and steps back to the dependency that finished last:
+--   * GPU work (kernel, copy, set) -> the work on another stream it waited for (cudaStreamWaitEvent)
+--     when that ended last, else the previous work on its stream when that ended at or after the
+--     launch call started (the stream was busy: a kernel-to-kernel gap), else its launch call
 --     (linked by correlation; the time from the call's start to the work's start is launch
 --     latency), on whose CPU thread the walk goes on;
 --   * a CPU thread at time t -> the latest synchronizing call (is_sync_call_name) on that thread
@@ -18,11 +19,14 @@
 --     the call's start on its thread.
 -- Inferred edges (the trace does not record them): which work a synchronizing call waited for is
 -- the GPU work that ended last while the call blocked, on the synced stream when the call's
--- `cuda_sync` event names one (Stream Sync), else on any stream of the run; the previous work on
--- a stream is the one that started before it. Not modelled: waits of one stream on another
--- (cudaStreamWaitEvent; they show as launch latency or a kernel-to-kernel gap) and waits of one
--- CPU thread on another (CPU-bound time). Every segment is clipped to the window, so the
--- segments of a window tile it: their lengths add up to the window's length.
+-- `cuda_sync` event names one (Stream Sync), else on any stream of the run; a stream wait
+-- (Kineto's `Stream Wait Event`) links the last work launched on the other stream before the
+-- named cudaEventRecord call to the first work launched on the waiting stream after the
+-- cudaStreamWaitEvent call; the previous work on a stream is the one that started before it.
+-- Not modelled: waits of one CPU thread on another (CPU-bound time), and stream waits in traces
+-- without `Stream Wait Event` records (they show as launch latency or a kernel-to-kernel gap).
+-- Every element is clipped to the window, so the elements of a window tile it: their lengths add
+-- up to the window's length.
 --
 -- The walk follows stream chains in one stride: consecutive work on a stream that each waited
 -- for the previous one (kernel-to-kernel gaps) is one `chain`, entered at any member and left at
@@ -47,15 +51,52 @@ WITH w AS (
          lag(w.event_id) OVER s AS prev_event_id, lag(w.end_ns) OVER s AS prev_end_ns, lag(w.ts_ns) OVER s AS prev_ts_ns
   FROM w LEFT JOIN names n USING (name)
   WINDOW s AS (PARTITION BY w.run_id, w.device, w.stream ORDER BY w.ts_ns, w.event_id)
+), stream_waits AS (
+  -- Kineto's GPU-side record of a cudaStreamWaitEvent: its stream waits for the work queued on
+  -- wait_on_stream before the cudaEventRecord it names (wait_on_cuda_event_record_corr_id)
+  SELECT x.run_id, x.event_id, coalesce(x.device, TRY_CAST(x.pid AS BIGINT)) AS device, x.stream, x.correlation, x.ts_ns,
+         max(a.int_value) FILTER (WHERE a.key = 'wait_on_stream') AS on_stream,
+         max(a.int_value) FILTER (WHERE a.key = 'wait_on_cuda_event_record_corr_id') AS record_correlation
+  FROM events x JOIN args a ON a.run_id = x.run_id AND a.event_id = x.event_id
+  WHERE x.run_id IN (SELECT unnest(run_ids)) AND x.phase = 'X' AND x.name = 'Stream Wait Event'
+    AND x.category IN (SELECT category FROM event_categories WHERE kind = 'sync')
+    AND a.key IN ('wait_on_stream', 'wait_on_cuda_event_record_corr_id')
+  GROUP BY ALL
+), calls AS (
+  SELECT run_id, correlation, min(ts_ns) AS ts_ns FROM events
+  WHERE run_id IN (SELECT unnest(run_ids)) AND phase = 'X' AND correlation IS NOT NULL
+    AND category IN (SELECT category FROM event_categories WHERE is_runtime)
+    AND name IN ('cudaStreamWaitEvent', 'cudaEventRecord', 'cudaEventRecordWithFlags', 'hipStreamWaitEvent', 'hipEventRecord', 'hipEventRecordWithFlags')
+  GROUP BY ALL
+), wait_times AS (
+  SELECT x.*, coalesce(c.ts_ns, x.ts_ns) AS call_ts_ns, coalesce(r.ts_ns, c.ts_ns, x.ts_ns) AS record_ts_ns
+  FROM stream_waits x
+  LEFT JOIN calls c ON c.run_id = x.run_id AND c.correlation = x.correlation
+  LEFT JOIN calls r ON r.run_id = x.run_id AND r.correlation = x.record_correlation
+  WHERE x.on_stream IS NOT NULL AND x.stream IS NOT NULL AND x.on_stream <> x.stream
+), awaited AS (
+  -- the waited-for work: the last launched on the other stream before the event was recorded
+  SELECT x.run_id, x.device, x.stream, x.call_ts_ns, a.event_id AS wait_event_id, a.end_ns AS wait_end_ns
+  FROM wait_times x ASOF JOIN p a
+    ON a.run_id = x.run_id AND a.device = x.device AND a.stream = x.on_stream AND x.record_ts_ns >= a.launch_ts_ns
+), waiter AS (
+  -- the waiting work: the first launched on the waiting stream after the wait call
+  SELECT d.event_id, d.run_id, arg_max(x.wait_event_id, x.wait_end_ns) AS wait_event_id, max(x.wait_end_ns) AS wait_end_ns
+  FROM awaited x ASOF JOIN p d
+    ON d.run_id = x.run_id AND d.device = x.device AND d.stream = x.stream AND d.launch_ts_ns >= x.call_ts_ns
+  GROUP BY ALL
 ), cut AS (
   -- a step starts inside (previous start, start]: a window may begin there, so no chain spans it
   SELECT DISTINCT p.run_id, p.event_id
   FROM p JOIN step_windows st ON st.run_id = p.run_id AND st.ts_ns > p.prev_ts_ns AND st.ts_ns <= p.ts_ns
 ), c AS (
-  SELECT p.*, lag(p.kind) OVER s AS prev_kind,
-         p.prev_event_id IS NOT NULL AND (p.launch_ts_ns IS NULL OR p.prev_end_ns >= p.launch_ts_ns) AS waits_on_prev,
+  SELECT p.*, lag(p.kind) OVER s AS prev_kind, v.wait_event_id, v.wait_end_ns,
+         -- the predecessor is the one that finished last: the other stream's work, the previous
+         -- work on this stream, or the launch call (by its start)
+         coalesce(v.wait_end_ns > coalesce(p.prev_end_ns, v.wait_end_ns - 1) AND v.wait_end_ns >= coalesce(p.launch_ts_ns, v.wait_end_ns), false) AS waits_on_other,
+         p.prev_event_id IS NOT NULL AND (p.launch_ts_ns IS NULL OR p.prev_end_ns >= p.launch_ts_ns) AND NOT waits_on_other AS waits_on_prev,
          cut.event_id IS NOT NULL AS is_cut
-  FROM p LEFT JOIN cut USING (run_id, event_id)
+  FROM p LEFT JOIN cut USING (run_id, event_id) LEFT JOIN waiter v USING (run_id, event_id)
   WINDOW s AS (PARTITION BY p.run_id, p.device, p.stream ORDER BY p.ts_ns, p.event_id)
 ), b AS (
   -- the previous work's time up to this one's start, and the gap between them
@@ -176,7 +217,7 @@ WITH RECURSIVE work AS MATERIALIZED (
          CASE WHEN q.kind = 'gpu' THEN q.comm_ns ELSE 0 END,
          CASE WHEN q.kind = 'gpu' THEN q.copy_ns ELSE 0 END,
          CASE WHEN q.kind = 'launch' THEN q.t_ns - q.seg_start_ns ELSE 0 END,
-         CASE WHEN q.kind = 'kernel_gap' THEN q.t_ns - q.seg_start_ns WHEN q.kind = 'gpu' THEN q.chain_gap_ns ELSE 0 END,
+         CASE WHEN q.kind IN ('kernel_gap', 'stream_wait') THEN q.t_ns - q.seg_start_ns WHEN q.kind = 'gpu' THEN q.chain_gap_ns ELSE 0 END,
          CASE WHEN q.kind = 'sync' THEN q.t_ns - q.seg_start_ns ELSE 0 END,
          CASE WHEN q.kind = 'unattributed' THEN q.t_ns - q.seg_start_ns ELSE 0 END,
          CASE WHEN q.kind = 'gpu' THEN CASE WHEN q.enters_chain THEN q.w_stream_index - q.h_stream_index + 1 ELSE 1 END ELSE 0 END,
@@ -187,6 +228,7 @@ WITH RECURSIVE work AS MATERIALIZED (
            CASE r.kind
              WHEN 'gpu' THEN CASE WHEN r.enters_chain THEN least(r.h_ts_ns, r.t_ns) ELSE greatest(least(r.w_ts_ns, r.t_ns), r.window_start_ns) END
              WHEN 'kernel_gap' THEN greatest(least(r.w_prev_end_ns, r.t_ns), r.window_start_ns)
+             WHEN 'stream_wait' THEN greatest(least(r.w_wait_end_ns, r.t_ns), r.window_start_ns)
              WHEN 'launch' THEN greatest(least(r.w_launch_ts_ns, r.t_ns), r.window_start_ns)
              WHEN 'cpu' THEN greatest(least(coalesce(r.s_end_ns, r.window_start_ns), r.t_ns), r.window_start_ns)
              WHEN 'sync' THEN greatest(least(coalesce(r.s_awaited_end_ns, r.s_ts_ns), r.t_ns), r.window_start_ns)
@@ -198,7 +240,9 @@ WITH RECURSIVE work AS MATERIALIZED (
            CASE WHEN r.kind = 'gpu' AND r.enters_chain THEN r.w_cum_gap_ns - r.h_cum_gap_ns ELSE 0 END AS chain_gap_ns,
            -- what comes before it
            CASE r.kind
-             WHEN 'gpu' THEN CASE WHEN r.m_waits_on_prev THEN 'kernel_gap' WHEN r.m_launch_ts_ns IS NOT NULL THEN 'launch' ELSE 'unattributed' END
+             WHEN 'gpu' THEN CASE WHEN r.m_waits_on_prev THEN 'kernel_gap' WHEN r.m_waits_on_other THEN 'stream_wait'
+                                  WHEN r.m_launch_ts_ns IS NOT NULL THEN 'launch' ELSE 'unattributed' END
+             WHEN 'stream_wait' THEN 'gpu'
              WHEN 'kernel_gap' THEN 'gpu'
              WHEN 'launch' THEN 'cpu'
              WHEN 'cpu' THEN CASE WHEN r.s_event_id IS NOT NULL THEN 'sync' END
@@ -207,6 +251,7 @@ WITH RECURSIVE work AS MATERIALIZED (
            CASE r.kind
              WHEN 'gpu' THEN r.m_event_id
              WHEN 'kernel_gap' THEN r.w_prev_event_id
+             WHEN 'stream_wait' THEN r.w_wait_event_id
              WHEN 'sync' THEN r.s_awaited_event_id
            END AS next_event_id,
            CASE r.kind WHEN 'launch' THEN r.w_launch_prior_sync_id WHEN 'cpu' THEN r.s_event_id WHEN 'sync' THEN r.s_prev_sync_id END AS next_sync_id,
@@ -218,10 +263,11 @@ WITH RECURSIVE work AS MATERIALIZED (
              CASE WHEN p.next_kind = 'gpu' THEN CASE WHEN p.window_start_ns <= h.ts_ns THEN h.event_id ELSE w.event_id END END AS head_event_id,
              CASE p.next_kind WHEN 'cpu' THEN p.next_pid WHEN 'sync' THEN s.pid WHEN 'launch' THEN w.launch_pid END AS pid,
              CASE p.next_kind WHEN 'cpu' THEN p.next_tid WHEN 'sync' THEN s.tid WHEN 'launch' THEN w.launch_tid END AS tid,
-             CASE WHEN p.next_kind IN ('gpu', 'kernel_gap', 'unattributed') THEN w.device END AS device,
-             CASE WHEN p.next_kind IN ('gpu', 'kernel_gap', 'unattributed') THEN w.stream END AS stream,
+             CASE WHEN p.next_kind IN ('gpu', 'kernel_gap', 'stream_wait', 'unattributed') THEN w.device END AS device,
+             CASE WHEN p.next_kind IN ('gpu', 'kernel_gap', 'stream_wait', 'unattributed') THEN w.stream END AS stream,
              p.window_start_ns <= h.ts_ns AS enters_chain,
              w.ts_ns AS w_ts_ns, w.prev_end_ns AS w_prev_end_ns, w.prev_event_id AS w_prev_event_id,
+             w.wait_end_ns AS w_wait_end_ns, w.wait_event_id AS w_wait_event_id,
              w.launch_ts_ns AS w_launch_ts_ns, w.launch_pid AS w_launch_pid, w.launch_tid AS w_launch_tid,
              w.launch_prior_sync_id AS w_launch_prior_sync_id,
              w.cum_compute_ns AS w_cum_compute_ns, w.cum_comm_ns AS w_cum_comm_ns, w.cum_copy_ns AS w_cum_copy_ns, w.cum_gap_ns AS w_cum_gap_ns,
@@ -234,11 +280,12 @@ WITH RECURSIVE work AS MATERIALIZED (
              -- where the element ends on the stream: the chain's first work, else this one
              CASE WHEN p.window_start_ns <= h.ts_ns THEN h.event_id ELSE w.event_id END AS m_event_id,
              CASE WHEN p.window_start_ns <= h.ts_ns THEN h.waits_on_prev ELSE w.waits_on_prev END AS m_waits_on_prev,
+             CASE WHEN p.window_start_ns <= h.ts_ns THEN h.waits_on_other ELSE w.waits_on_other END AS m_waits_on_other,
              CASE WHEN p.window_start_ns <= h.ts_ns THEN h.launch_ts_ns ELSE w.launch_ts_ns END AS m_launch_ts_ns,
              s.event_id AS s_event_id, s.ts_ns AS s_ts_ns, s.end_ns AS s_end_ns, s.pid AS s_pid, s.tid AS s_tid,
              s.prev_sync_id AS s_prev_sync_id, s.awaited_event_id AS s_awaited_event_id, s.awaited_end_ns AS s_awaited_end_ns
       FROM path p
-      LEFT JOIN work w ON p.next_kind IN ('gpu', 'kernel_gap', 'launch', 'unattributed') AND w.run_id = p.run_id AND w.event_id = p.next_event_id
+      LEFT JOIN work w ON p.next_kind IN ('gpu', 'kernel_gap', 'stream_wait', 'launch', 'unattributed') AND w.run_id = p.run_id AND w.event_id = p.next_event_id
       LEFT JOIN work h ON p.next_kind = 'gpu' AND h.run_id = w.run_id AND h.event_id = w.head_event_id
       LEFT JOIN syncs s ON p.next_kind IN ('cpu', 'sync') AND s.run_id = p.run_id AND s.event_id = p.next_sync_id
       WHERE p.next_kind IS NOT NULL AND p.ts_ns > p.window_start_ns AND p.depth < 10000000
@@ -262,13 +309,13 @@ FROM path WHERE kind <> 'end';
 -- @column window_start_ns BIGINT Start of the window: the step's CPU window start (else the run's first CPU op, runtime call or GPU work), ns.
 -- @column window_end_ns BIGINT End of the window: the later of the CPU window's end and the last end of the GPU work launched in the step, ns.
 -- @column position BIGINT 1 for the element at the window's start, counting forward in time.
--- @column kind VARCHAR cpu (time on a CPU thread up to a launch or the window's end), sync (a synchronizing call from the end of the work it waited for to its return, or the whole call when it waited for nothing), launch (launch call start to the work's start), kernel_gap (idle stream between two works where the later was already launched), gpu (a chain of GPU work on one stream) or unattributed (GPU work with neither a launch in the trace nor earlier work on its stream).
--- @column event_id BIGINT The element's event: the last GPU work of a gpu chain, the work after a kernel_gap, the launch call, the synchronizing call; NULL for cpu.
+-- @column kind VARCHAR cpu (time on a CPU thread up to a launch or the window's end), sync (a synchronizing call from the end of the work it waited for to its return, or the whole call when it waited for nothing), launch (launch call start to the work's start), kernel_gap (idle stream between two works where the later was already launched), stream_wait (from the end of work on another stream to the start of the work that waited for it), gpu (a chain of GPU work on one stream) or unattributed (GPU work with neither a launch in the trace nor earlier work on its stream).
+-- @column event_id BIGINT The element's event: the last GPU work of a gpu chain, the work after a kernel_gap or stream_wait, the launch call, the synchronizing call; NULL for cpu.
 -- @column head_event_id BIGINT gpu: the first GPU work of the chain on the path (the element's start); NULL otherwise.
 -- @column pid VARCHAR CPU process of cpu, sync and launch elements.
 -- @column tid VARCHAR CPU thread of cpu, sync and launch elements.
--- @column device BIGINT GPU of gpu, kernel_gap and unattributed elements.
--- @column stream BIGINT Stream of gpu, kernel_gap and unattributed elements.
+-- @column device BIGINT GPU of gpu, kernel_gap, stream_wait and unattributed elements.
+-- @column stream BIGINT Stream of gpu, kernel_gap, stream_wait and unattributed elements.
 -- @column ts_ns BIGINT Start of the element, ns.
 -- @column dur_ns BIGINT Length of the element, ns.
 -- @column works BIGINT gpu: the GPU works (kernels, copies, sets) of the chain on the path; 0 otherwise.
@@ -277,7 +324,7 @@ FROM path WHERE kind <> 'end';
 -- @column communication_ns BIGINT Time of communication kernels (`kernel_collective`) in the element, ns.
 -- @column gpu_copy_ns BIGINT Time of GPU memory copies and sets in the element, ns.
 -- @column launch_ns BIGINT Launch latency in the element (launch call start to work start), ns.
--- @column kernel_gap_ns BIGINT Kernel-to-kernel overhead in the element (stream idle with the next work already launched), ns.
+-- @column kernel_gap_ns BIGINT Kernel-to-kernel overhead in the element (stream idle with the next work already launched, or waiting for work on another stream), ns.
 -- @column sync_ns BIGINT Time in synchronizing calls that the GPU work does not explain, ns.
 -- @column unattributed_ns BIGINT Time before GPU work that has neither a launch in the trace nor earlier work on its stream, ns.
 CREATE OR REPLACE VIEW critical_path AS
