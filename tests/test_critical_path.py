@@ -211,7 +211,7 @@ def test_hta_simple_add(tmp_path):
     assert sum(report[k] for k in PARTS) == report["dur_ns"]
 
 
-@pytest.mark.slow  # 12 s, plus ingesting the shared traces
+@pytest.mark.slow  # 15 s, plus ingesting the shared traces
 def test_path_tiles_every_step_of_every_shared_trace(shared_store):
     """On every shared trace, each step's elements follow one another from the window's start to its end
     with no gap or overlap, every part is non-negative, and the parts add up to each element and step."""
