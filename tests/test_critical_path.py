@@ -1,0 +1,234 @@
+"""The critical-path report and view: generated steps whose critical path is known by construction
+(CPU-bound, GPU-bound, waiting on a stream sync and on a device sync), the path tiling each step,
+and HTA's own output on its simple_add trace. Expected numbers are worked out by hand from the
+generated layout, or read from the trace JSON with plain Python."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from decimal import Decimal
+
+import pytest
+
+import traceduck
+from traceduck.reports import run_report
+
+from conftest import load_json, shared_dir, trace_events, write_trace
+
+PARTS = ["cpu_ns", "gpu_compute_ns", "communication_ns", "gpu_copy_ns", "launch_ns", "kernel_gap_ns", "sync_ns",
+         "unattributed_ns"]
+US = 1000  # ns per us
+HTA_E2E = "public/facebookresearch__HolisticTraceAnalysis/tests/data/critical_path/end_to_end/simple_add/"
+
+
+def generated() -> list[dict]:
+    """Six steps on one CPU thread (times in us):
+    1 CPU-bound: two short kernels done long before the CPU window ends in a sync that waits for nothing;
+    2 GPU-bound: a kernel, a copy and an all-reduce queued back to back on stream 7 outlive the CPU window;
+    3 a cudaStreamSynchronize on stream 7 waits for a kernel (a kernel on stream 13 ends later, inside the call);
+    4 a cudaDeviceSynchronize waits for the later of two kernels on two streams;
+    5, 6 a GPU-bound step whose kernels run into the next one, which waits for its own kernel queued behind them;
+    7 a kernel waits for one on another stream (cudaStreamWaitEvent), and a stream sync for it."""
+    events = []
+
+    def cpu(name, ts, dur, cat="cpu_op", **args):
+        events.append({"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur, "args": args})
+
+    def launch(ts, corr, name, start, end, stream, cat="kernel", call="cudaLaunchKernel"):
+        cpu(call, ts, 5, cat="cuda_runtime", correlation=corr)
+        events.append({"ph": "X", "cat": cat, "name": name, "pid": 0, "tid": stream, "ts": start, "dur": end - start,
+                       "args": {"device": 0, "stream": stream, "correlation": corr}})
+
+    for n in range(1, 5):
+        cpu(f"ProfilerStep#{n}", 2000 * (n - 1), 500 if n == 2 else 1000, cat="user_annotation")
+    # step 1: window [0, 1000]
+    cpu("aten::add", 90, 30)
+    launch(100, 1, "add_kernel", 110, 150, 7)
+    launch(500, 2, "add_kernel", 510, 560, 7)
+    cpu("cudaStreamSynchronize", 900, 10, cat="cuda_runtime", correlation=3)
+    # step 2: CPU window [2000, 2500], window [2000, 3000] (GPU end)
+    launch(2010, 11, "gemm_kernel", 2020, 2400, 7)
+    launch(2020, 12, "Memcpy DtoD (Device -> Device)", 2405, 2800, 7, cat="gpu_memcpy", call="cudaMemcpyAsync")
+    launch(2030, 13, "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 2800, 3000, 7)
+    # step 3: window [4000, 5000]
+    launch(4010, 21, "gemm_kernel", 4100, 4800, 7)
+    launch(4015, 22, "elementwise_kernel", 4700, 4805, 13)
+    cpu("cudaStreamSynchronize", 4020, 790, cat="cuda_runtime", correlation=23)
+    events.append({"ph": "X", "cat": "cuda_sync", "name": "Stream Sync", "pid": 0, "tid": 7, "ts": 4800, "dur": 8,
+                   "args": {"stream": 7, "device": 0, "correlation": 23, "cuda_sync_kind": "Stream Sync"}})
+    # step 4: window [6000, 7000]
+    launch(6010, 31, "gemm_kernel", 6050, 6500, 7)
+    launch(6020, 32, "gemm_kernel", 6100, 6700, 13)
+    cpu("cudaDeviceSynchronize", 6030, 680, cat="cuda_runtime", correlation=33)
+    # step 5: CPU window [8000, 8500], window [8000, 8900]; its two kernels run into step 6, whose kernel
+    # queues behind them and whose sync waits for it: step 6's path starts inside step 5's first kernel
+    cpu("ProfilerStep#5", 8000, 500, cat="user_annotation")
+    cpu("ProfilerStep#6", 8600, 1000, cat="user_annotation")
+    launch(8010, 41, "gemm_a", 8020, 8700, 7)
+    launch(8020, 42, "gemm_b", 8700, 8900, 7)
+    launch(8610, 51, "gemm_c", 8900, 9000, 7)
+    cpu("cudaStreamSynchronize", 8620, 390, cat="cuda_runtime", correlation=52)
+    # step 7: [11000, 12000]; stream 7 waits (cudaStreamWaitEvent) for an event recorded on stream 13
+    # after wait_src, so wait_dst starts 10 us after wait_src ends
+    cpu("ProfilerStep#7", 11000, 1000, cat="user_annotation")
+    launch(11010, 61, "wait_src", 11020, 11600, 13)
+    cpu("cudaEventRecord", 11020, 3, cat="cuda_runtime", correlation=62)
+    cpu("cudaStreamWaitEvent", 11030, 3, cat="cuda_runtime", correlation=63)
+    events.append({"ph": "X", "cat": "cuda_sync", "name": "Stream Wait Event", "pid": 0, "tid": 7, "ts": 11031, "dur": 1,
+                   "args": {"stream": 7, "device": 0, "correlation": 63, "wait_on_stream": 13,
+                            "wait_on_cuda_event_record_corr_id": 62, "cuda_sync_kind": "Stream Wait Event"}})
+    launch(11040, 64, "wait_dst", 11610, 11700, 7)
+    cpu("cudaStreamSynchronize", 11050, 660, cat="cuda_runtime", correlation=65)
+    return events
+
+
+# per step: the breakdown worked out by hand from the layout above (us)
+EXPECTED = {
+    1: {"cpu_ns": 990, "sync_ns": 10},
+    2: {"cpu_ns": 10, "launch_ns": 10, "gpu_compute_ns": 380, "kernel_gap_ns": 5, "gpu_copy_ns": 395,
+        "communication_ns": 200},
+    3: {"cpu_ns": 10 + 190, "launch_ns": 90, "gpu_compute_ns": 700, "sync_ns": 10},
+    4: {"cpu_ns": 20 + 290, "launch_ns": 80, "gpu_compute_ns": 600, "sync_ns": 10},
+    5: {"cpu_ns": 10, "launch_ns": 10, "gpu_compute_ns": 680 + 200},
+    6: {"gpu_compute_ns": 100 + 200 + 100, "sync_ns": 10, "cpu_ns": 590},
+    7: {"cpu_ns": 10 + 290, "launch_ns": 10, "gpu_compute_ns": 580 + 90, "kernel_gap_ns": 10, "sync_ns": 10},
+}
+# the path's elements in time order (kind, event name)
+EXPECTED_ELEMENTS = {
+    1: [("cpu", None), ("sync", "cudaStreamSynchronize"), ("cpu", None)],
+    2: [("cpu", None), ("launch", "cudaLaunchKernel"), ("gpu", "ncclDevKernel_AllReduce_Sum_f32_RING_LL")],
+    3: [("cpu", None), ("launch", "cudaLaunchKernel"), ("gpu", "gemm_kernel"), ("sync", "cudaStreamSynchronize"),
+        ("cpu", None)],
+    4: [("cpu", None), ("launch", "cudaLaunchKernel"), ("gpu", "gemm_kernel"), ("sync", "cudaDeviceSynchronize"),
+        ("cpu", None)],
+    # gemm_a was launched before gemm_b started: the stream was busy, a gap of 0 ns
+    5: [("cpu", None), ("launch", "cudaLaunchKernel"), ("gpu", "gemm_a"), ("kernel_gap", "gemm_b"), ("gpu", "gemm_b")],
+    6: [("gpu", "gemm_a"), ("kernel_gap", "gemm_b"), ("gpu", "gemm_c"), ("sync", "cudaStreamSynchronize"), ("cpu", None)],
+    7: [("cpu", None), ("launch", "cudaLaunchKernel"), ("gpu", "wait_src"), ("stream_wait", "wait_dst"), ("gpu", "wait_dst"),
+        ("sync", "cudaStreamSynchronize"), ("cpu", None)],
+}
+
+
+@pytest.fixture(scope="module")
+def gen(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("critpath")
+    trace = write_trace(tmp / "steps.json", generated())
+    traceduck.ingest(trace, store=tmp / "store", name="steps")
+    return tmp / "store", trace_events(load_json(trace))
+
+
+def rows(store, name="critical-path", runs=None):
+    with traceduck.open(store) as db:
+        columns, data = run_report(db, name, runs=runs, keep_run_columns=True)
+    return [dict(zip(columns, r)) for r in data]
+
+
+def step_lengths(events) -> dict[int, int]:
+    """End-to-end time per step from the JSON: CPU window start to the later of its end and the end
+    of the GPU work launched inside it."""
+    launches = {e["args"]["correlation"]: e["ts"] for e in events if e.get("cat") == "cuda_runtime"}
+    out = {}
+    for e in events:
+        if e.get("cat") == "user_annotation":
+            n, start, end = int(e["name"].split("#")[1]), e["ts"], e["ts"] + e["dur"]
+            gpu_ends = [g["ts"] + g["dur"] for g in events if g.get("cat") in ("kernel", "gpu_memcpy")
+                        and start <= launches[g["args"]["correlation"]] <= end]
+            out[n] = (max([end, *gpu_ends]) - start) * US
+    return out
+
+
+def test_breakdown_by_construction(gen):
+    store, events = gen
+    got = {r["step"]: r for r in rows(store)}
+    lengths = step_lengths(events)
+    assert sorted(got) == [1, 2, 3, 4, 5, 6, 7]
+    for step, parts in EXPECTED.items():
+        r = got[step]
+        assert r["dur_ns"] == lengths[step] == sum(parts.values()) * US
+        assert {k: r[k] for k in PARTS} == {k: parts.get(k, 0) * US for k in PARTS}, step
+        assert sum(r[k] for k in PARTS) == r["dur_ns"]
+    assert [got[s]["bound"] for s in range(1, 8)] == ["cpu", "gpu_copy", "gpu_compute", "gpu_compute", "gpu_compute",
+                                                      "cpu", "gpu_compute"]
+    assert [got[s]["kernels_on_path"] for s in range(1, 8)] == [0, 3, 1, 1, 2, 3, 2]
+
+
+def test_elements_in_order_tile_the_step(gen):
+    store, _ = gen
+    with traceduck.open(store) as db:
+        data = db.sql("""SELECT p.step, p.position, p.kind, e.name, p.ts_ns, p.dur_ns, p.window_start_ns, p.window_end_ns
+                         FROM critical_path p LEFT JOIN events e USING (run_id, event_id) ORDER BY step, position""").fetchall()
+    for step, expected in EXPECTED_ELEMENTS.items():
+        mine = [r for r in data if r[0] == step]
+        assert [(r[2], r[3]) for r in mine] == expected, step
+        # contiguous from the window's start to its end
+        assert mine[0][4] == mine[0][6]
+        assert all(a[4] + a[5] == b[4] for a, b in zip(mine, mine[1:]))
+        assert mine[-1][4] + mine[-1][5] == mine[-1][7]
+
+
+def hta_key(e) -> tuple:
+    return e["cat"], e["name"], str(e["tid"]), int(Decimal(str(e["ts"])) * 1000)
+
+
+@pytest.mark.slow  # 3 s
+def test_hta_simple_add(tmp_path):
+    """HTA's end-to-end output for its simple_add trace (the whole trace, no annotation) marks the events on
+    its critical path with args.critical = 1; the events our path covers, read from the input JSON, match
+    all but HTA's last six GPU events (see README: a sync that waited for nothing)."""
+    src = shared_dir() / HTA_E2E
+    with gzip.open(src / "output/overlaid_critical_path_trace.json.gz") as f:
+        hta = {hta_key(e) for e in json.load(f, parse_float=Decimal)["traceEvents"]
+               if e.get("ph") == "X" and e.get("args", {}).get("critical") == 1}
+    events = [e for e in trace_events(load_json(src / "input/trace.json.gz")) if e.get("ph") == "X"]
+    traceduck.ingest(src / "input/trace.json.gz", store=tmp_path / "s", name="simple_add")
+    with traceduck.open(tmp_path / "s") as db:
+        path = db.sql("SELECT kind, tid, stream, ts_ns, dur_ns FROM critical_path").fetchall()
+    (report,) = rows(tmp_path / "s")
+
+    def ns(v):
+        return int(Decimal(str(v)) * 1000)
+
+    ours = set()
+    for kind, tid, stream, ts, dur in path:
+        for e in events:
+            if ns(e["ts"]) < ts + dur and ns(e["ts"]) + ns(e["dur"]) > ts and (
+                    (kind == "gpu" and e["cat"] in ("kernel", "gpu_memcpy", "gpu_memset") and e["args"]["stream"] == stream)
+                    or (kind != "gpu" and e["cat"] in ("cpu_op", "cuda_runtime") and str(e["tid"]) == tid)):
+                ours.add(hta_key(e))
+    assert len(hta) == 624
+    missed = hta - ours
+    assert len(hta & ours) == 618
+    assert {k[0] for k in missed} == {"kernel", "gpu_memset"}
+    # they are the work before the trace's last cudaDeviceSynchronize, done before the call began: HTA
+    # links the sync to them anyway, the walk goes on along the CPU thread
+    last_sync = max((e for e in events if e["name"] == "cudaDeviceSynchronize"), key=lambda e: ns(e["ts"]))
+    assert len(missed) == 6
+    assert all(k[3] < ns(last_sync["ts"]) for k in missed)
+    # the window: first CPU event to the last one (HTA's path spans the same)
+    cpu = [e for e in events if e["cat"] in ("cpu_op", "cuda_runtime")]
+    assert report["dur_ns"] == max(ns(e["ts"]) + ns(e["dur"]) for e in cpu) - min(ns(e["ts"]) for e in cpu)
+    assert sum(report[k] for k in PARTS) == report["dur_ns"]
+
+
+@pytest.mark.slow  # 15 s, plus ingesting the shared traces
+def test_path_tiles_every_step_of_every_shared_trace(shared_store):
+    """On every shared trace, each step's elements follow one another from the window's start to its end
+    with no gap or overlap, every part is non-negative, and the parts add up to each element and step."""
+    path, results = shared_store
+    with traceduck.open(path) as db:
+        broken = db.sql(f"""
+            WITH p AS (SELECT *, lag(ts_ns + dur_ns) OVER (PARTITION BY run_id, step ORDER BY position) AS prev_end_ns,
+                              count(*) OVER (PARTITION BY run_id, step) AS n FROM critical_path)
+            SELECT run_id, step, position, kind FROM p
+            WHERE ({' + '.join(PARTS)}) <> dur_ns OR least({', '.join(PARTS)}, dur_ns) < 0
+               OR (position = 1 AND ts_ns <> window_start_ns) OR (position > 1 AND ts_ns <> prev_end_ns)
+               OR (position = n AND ts_ns + dur_ns <> window_end_ns)""").fetchall()
+        columns, data = run_report(db, "critical-path", keep_run_columns=True)
+        gpu_runs = {r[0] for r in db.sql("SELECT DISTINCT run_id FROM gpu_kernels").fetchall()}
+    assert broken == []
+    report = [dict(zip(columns, r)) for r in data]
+    assert all(sum(r[k] for k in PARTS) == r["dur_ns"] > 0 for r in report)
+    # every GPU run has a path, and the GPU shows up on some of them
+    assert gpu_runs <= {r["run_id"] for r in report}
+    assert sum(r["gpu_compute_ns"] for r in report) > 0
