@@ -317,29 +317,39 @@ GRAPH_TRACES = [
 ]
 
 
-@pytest.mark.slow  # 12 s
-def test_shared_traces_with_graph_launches(tmp_path):
+@pytest.mark.slow  # every shared trace with graph launches
+@pytest.mark.parametrize("rel", GRAPH_TRACES)
+def test_shared_traces_with_graph_launches(shared_store, rel):
     """Every shared trace with graph launches: each kernel, copy and set of a graph launch is in
     graph_kernel_ops once, in the order it ran; none has capture windows, so nothing is attributed."""
-    store = tmp_path / "store"
-    ids = [traceduck.ingest(shared_dir() / rel, store=store)[0].run_id for rel in GRAPH_TRACES]
-    for rel, run_id in zip(GRAPH_TRACES, ids):
-        events = trace_events(load_json(shared_dir() / rel))
-        graph_corr = {e["args"]["correlation"] for e in events
-                      if e.get("ph") == "X" and "GraphLaunch" in str(e.get("name")) and "correlation" in e.get("args", {})}
-        work = defaultdict(list)
-        for e in events:
-            if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset") \
-                    and e.get("args", {}).get("correlation") in graph_corr:
-                work[e["args"]["correlation"]].append((int(e["ts"] * US), e["args"].get("stream"), e["name"]))
-        assert work, rel
-        for capture in (run_id, ids[0]):  # itself, and another run: no capture window in either
-            rows = sql(store, """SELECT l.correlation, w.position, w.name, w.match, w.op_name
+    path, results = shared_store
+    run_id = results[rel].run_id
+    other = results[GRAPH_TRACES[1] if rel == GRAPH_TRACES[0] else GRAPH_TRACES[0]].run_id
+    with traceduck.open(path) as db:  # the list above is every shared trace with graph launches
+        launching = {r[0] for r in db.sql("SELECT DISTINCT run_id FROM launch_calls WHERE is_graph_launch").fetchall()}
+    assert launching == {results[r].run_id for r in GRAPH_TRACES}
+    events = trace_events(load_json(shared_dir() / rel))
+    graph_corr = {e["args"]["correlation"] for e in events
+                  if e.get("ph") == "X" and "GraphLaunch" in str(e.get("name")) and "correlation" in e.get("args", {})}
+    work = defaultdict(list)
+    for e in events:
+        if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset") \
+                and e.get("args", {}).get("correlation") in graph_corr:
+            work[e["args"]["correlation"]].append((e["ts"], e["args"].get("stream"), e["name"]))
+    assert work
+    with traceduck.open(path) as db:
+        scoped = db.scoped([run_id, other])
+        for capture in (run_id, other):  # itself, and another run: no capture window in either
+            rel_ = scoped.sql("""SELECT l.correlation, w.position, w.name, w.match, w.op_name
                                  FROM graph_kernel_ops(?) w JOIN launch_calls l ON l.run_id = w.run_id AND l.event_id = w.launch_event_id
                                  WHERE w.run_id = ? ORDER BY l.correlation, w.position""", [capture, run_id])
+            rows = [dict(zip(rel_.columns, r)) for r in rel_.fetchall()]
             assert [(r["correlation"], r["name"]) for r in rows] == \
                 [(c, name) for c in sorted(work) for _ts, _s, name in sorted(work[c], key=lambda x: (x[0], x[1]))]
             assert {(r["match"], r["op_name"]) for r in rows} == {("no_capture", None)}
-        rows = report(store, [run_id], [f"capture={ids[0]}"])
-        assert sum(r["kernels"] for r in rows) == sum(len(v) for v in work.values())
-        assert {r["match"] for r in rows} <= {"no_capture", "no_work"}
+        columns, rows = run_report(scoped, "cuda-graphs", runs=[run_id], params=[f"capture={other}"])
+        scoped.close()
+    rows = [dict(zip(columns, r)) for r in rows]
+    assert sum(r["kernels"] for r in rows) == sum(len(v) for v in work.values())
+    assert sum(r["launches"] for r in rows) == len(graph_corr)
+    assert {r["match"] for r in rows} <= {"no_capture", "no_work"}

@@ -20,7 +20,7 @@
 -- column: gpu_dur_ns BIGINT -- their total time, ns
 -- column: graph_pct DOUBLE -- share of the time of this graph's launches (this op and call site), percent
 -- column: gpu_pct DOUBLE -- share of the run's time of kernels, copies and sets, percent
-WITH work AS (
+WITH work AS MATERIALIZED (
   SELECT * FROM graph_kernel_ops($capture::VARCHAR) WHERE run_id IN (SELECT run_id FROM report_runs)
 ), totals AS (
   SELECT run_id, sum(dur_ns) AS total

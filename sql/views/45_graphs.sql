@@ -146,8 +146,10 @@ LEFT JOIN call_sites cs ON cs.run_id = w.run_id AND cs.stack_id = w.launch_stack
 -- (the captured call), op_event_id and op_name (innermost op around it), top_op_event_id and
 -- top_op_name (outermost), call_site (the captured call's innermost user frame).
 CREATE OR REPLACE MACRO graph_kernel_ops(capture_run_id) AS TABLE
-WITH captured AS (
+WITH captured AS MATERIALIZED (
   SELECT * FROM graph_captures(capture_run_id)
+), work AS MATERIALIZED (
+  SELECT * FROM graph_launch_work
 ), caps AS (
   SELECT graph_index, any_value(launches) AS launches, list(work_kind ORDER BY position) AS kinds,
          list(coalesce(op_name, '') ORDER BY position) AS ops, list(coalesce(top_op_name, '') ORDER BY position) AS top_ops
@@ -157,7 +159,7 @@ WITH captured AS (
   SELECT run_id, replay_graph, any_value(launch_kernels) AS launch_kernels,
          list(work_kind ORDER BY position) AS kinds
   FROM (SELECT DISTINCT ON (run_id, replay_graph, position) run_id, replay_graph, position, launch_kernels, work_kind
-        FROM graph_launch_work)
+        FROM work)
   GROUP BY run_id, replay_graph
 ), fits AS (
   SELECT r.run_id, r.replay_graph,
@@ -186,6 +188,6 @@ SELECT w.*, capture_run_id::VARCHAR AS capture_run_id, m.match, m.candidates, m.
        c.top_op_event_id,
        coalesce(c.top_op_name, nullif(m.common_ops[2][w.position], '')) AS top_op_name,
        c.call_site
-FROM graph_launch_work w
+FROM work w
 JOIN matched m ON m.run_id = w.run_id AND m.replay_graph = w.replay_graph
 LEFT JOIN captured c ON c.graph_index = m.graph_index AND c.position = w.position;
