@@ -36,17 +36,20 @@ WORK_2 = [("kernel", "ln_k"), ("kernel", "mm_k"), ("kernel", "add_k"), ("gpu_mem
 
 
 class Trace:
-    """A Kineto-style trace under construction: CPU thread 1 (and 2), GPU 0 streams 7 and 8."""
+    """A Kineto-style trace under construction: CPU thread 1 (and 2), GPU 0 streams 7 and 8; with
+    api="hip", runtime calls are HIP's (hipLaunchKernel, hipStreamBeginCapture, ...) as on ROCm."""
 
-    def __init__(self) -> None:
+    def __init__(self, api: str = "cuda") -> None:
         self.events: list[dict] = []
         self.corr = 0
+        self.api = api
 
     def x(self, cat, name, ts, dur, tid=1, **args):
         self.events.append({"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": tid, "ts": ts, "dur": dur, "args": args})
 
     def call(self, name, ts, tid=1) -> int:
         self.corr += 1
+        name = name.replace("cuda", self.api, 1)
         cat = "cuda_driver" if name.startswith("cu") and not name.startswith("cuda") else "cuda_runtime"
         self.x(cat, name, ts, 2, tid=tid, correlation=self.corr)
         return self.corr
@@ -55,10 +58,14 @@ class Trace:
         self.events.append({"ph": "X", "cat": cat, "name": name, "pid": 0, "tid": stream, "ts": ts, "dur": dur,
                             "args": {"device": 0, "stream": stream, "correlation": corr, **args}})
 
-    def capture(self, ts, calls) -> int:
-        """A capture window at ts: each (call, op, top op) inside its ops, 20 us apart; returns its end."""
-        self.x("cuda_runtime", "cudaStreamBeginCapture", ts, 2)
+    def capture(self, ts, calls, noise=()) -> int:
+        """A capture window at ts: the noise calls (no graph node), then each (call, op, top op) inside
+        its ops, 20 us apart; returns its end."""
+        self.x("cuda_runtime", f"{self.api}StreamBeginCapture", ts, 2)
         t = ts + 10
+        for name in noise:
+            self.call(name, t)
+            t += 5
         for call, op, top in calls:
             if op is None:
                 self.call(call, t + 2)
@@ -70,8 +77,8 @@ class Trace:
                 self.x("cpu_op", op, t + 1, 10)
                 self.call(call, t + 3)
             t += 20
-        self.x("cuda_runtime", "cudaStreamEndCapture", t, 2)
-        self.x("cuda_runtime", "cudaGraphInstantiate", t + 5, 5)
+        self.x("cuda_runtime", f"{self.api}StreamEndCapture", t, 2)
+        self.x("cuda_runtime", f"{self.api}GraphInstantiate", t + 5, 5)
         return t + 10
 
 
@@ -79,7 +86,7 @@ def capture_trace() -> list[dict]:
     t = Trace()
     t.x("cpu_op", "aten::mm", 10, 20)  # warm-up before capture: runs, is in no graph
     t.gpu("kernel", "warm_gemm", 40, 5, t.call("cudaLaunchKernel", 12))
-    end = t.capture(100, GRAPH_1)
+    end = t.capture(100, GRAPH_1, noise=["cudaStreamGetCaptureInfo", "cudaLaunchHostFunc", "cudaEventRecord"])
     t.gpu("kernel", "other_thread_k", 160, 3, t.call("cudaLaunchKernel", 150, tid=2))  # not captured: another thread
     t.capture(end + 100, GRAPH_2)
     t.x("cuda_runtime", "cudaStreamBeginCapture", 900, 2)  # a capture the trace cut short: no graph
@@ -142,11 +149,12 @@ AMBIGUOUS_REPLAYS = [
 
 
 def ambiguous_traces() -> tuple[list[dict], list[dict]]:
-    cap = Trace()
+    """A capture and a replay of AMBIGUOUS_GRAPHS, with HIP's calls (as SGLang writes on ROCm)."""
+    cap = Trace("hip")
     ts = 100
     for calls in AMBIGUOUS_GRAPHS:
         ts = cap.capture(ts, calls) + 100
-    rep = Trace()
+    rep = Trace("hip")
     ts = 1000
     for work, _match, _graph, _ops in AMBIGUOUS_REPLAYS:
         corr = rep.call("cudaGraphLaunch", ts)

@@ -21,8 +21,9 @@ CREATE OR REPLACE MACRO launch_work_kind(name) AS
 -- next StreamEndCapture call on the same thread (torch.cuda.graph captures from one thread, and its
 -- default mode forbids other threads to launch meanwhile); a begin without an end (a trace cut
 -- short) is no graph. Graphs are numbered 1, 2, ... in order of capture (`graph_index`); the calls
--- of a window in order of start (`position`). Graph launches inside a window (child graphs) are
--- left out: their nodes are not in the trace.
+-- of a window in order of start (`position`). Left out: host function launches
+-- (cudaLaunchHostFunc: a host node, no device work) and graph launches (child graphs: their nodes
+-- are not in the trace).
 -- Columns: run_id, graph_index, begin_event_id, end_event_id (the capture calls), launches (calls
 -- in the graph), position, launch_event_id, launch_name, work_kind (launch_work_kind), op_event_id
 -- and op_name (innermost CPU op around the call), top_op_event_id and top_op_name (outermost),
@@ -47,7 +48,7 @@ WITH marks AS (
          l.ts_ns, l.op_event_id, l.top_op_event_id, l.stack_id
   FROM windows w
   JOIN launch_calls l ON l.pid = w.pid AND l.tid = w.tid AND l.ts_ns > w.begin_ns AND l.ts_ns < w.end_ns
-  WHERE l.run_id = capture_run_id AND NOT l.is_graph_launch
+  WHERE l.run_id = capture_run_id AND NOT l.is_graph_launch AND NOT regexp_matches(l.name, 'HostFunc')
 ), ops AS (
   SELECT event_id, name FROM events WHERE run_id = capture_run_id AND is_cpu_op
 )
