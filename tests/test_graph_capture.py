@@ -361,3 +361,22 @@ def test_shared_traces_with_graph_launches(shared_store, rel):
     assert sum(r["kernels"] for r in rows) == sum(len(v) for v in work.values())
     assert sum(r["launches"] for r in rows) == len(graph_corr)
     assert {r["match"] for r in rows} <= {"no_capture", "no_work"}
+
+
+def test_op_time_for_cost_models(graphs):
+    """graph_op_time: per captured op, its graph's launches and the time of its kernels over them."""
+    store, ids, expected = graphs
+    rows = sql(store, "SELECT * FROM graph_op_time(?) WHERE run_id = ?", [ids["capture"], ids["replay"]])
+    want = defaultdict(lambda: [set(), 0, 0])
+    for e in expected:
+        if e["op_name"] is not None:
+            w = want[(e["graph"], e["op_name"])]
+            w[0].add(e["launch_corr"])
+            w[1] += 1
+            w[2] += e["dur_ns"]
+    got = {(r["graph_index"], r["op_name"]): [r["launches"], r["kernels"], r["gpu_dur_ns"]] for r in rows}
+    assert got == {k: [len(c), n, d] for k, (c, n, d) in want.items()}
+    assert {r["capture_run_id"] for r in rows} == {ids["capture"]}
+    shapes = sql(store, "SELECT count(*) AS n FROM graph_op_time(?) t JOIN events e ON e.run_id = t.capture_run_id "
+                        "AND e.event_id = t.op_event_id AND e.name = t.op_name", [ids["capture"]])
+    assert shapes == [{"n": len(rows)}]  # op_event_id is the op's event in the capture run

@@ -192,3 +192,19 @@ SELECT w.*, capture_run_id::VARCHAR AS capture_run_id, m.match, m.candidates, m.
 FROM work w
 JOIN matched m ON m.run_id = w.run_id AND m.replay_graph = w.replay_graph
 LEFT JOIN captured c ON c.graph_index = m.graph_index AND c.position = w.position;
+
+-- GPU time of each captured op over the replays of its graph, per replay run: the rows of
+-- graph_kernel_ops(capture_run_id) that name one captured call (match kernel_count or
+-- kernel_kinds), summed per op. For per-op cost models: the op's shapes are those of the capture
+-- run (`shapes` of run capture_run_id, event op_event_id), and it ran `launches` times, so its work
+-- is launches x its FLOPs and bytes. Ops of `same_ops` matches have a name but no id: not here.
+-- Columns: run_id (the replay run), capture_run_id, graph_index, op_event_id, op_name,
+-- top_op_event_id, top_op_name, launches (graph launches that ran the op's kernels), kernels
+-- (kernels, copies and sets), gpu_dur_ns (their total time).
+CREATE OR REPLACE MACRO graph_op_time(capture_run_id) AS TABLE
+SELECT run_id, any_value(capture_run_id) AS capture_run_id, graph_index, op_event_id, any_value(op_name) AS op_name,
+       any_value(top_op_event_id) AS top_op_event_id, any_value(top_op_name) AS top_op_name,
+       count(DISTINCT launch_event_id) AS launches, count(*) AS kernels, sum(dur_ns)::BIGINT AS gpu_dur_ns
+FROM graph_kernel_ops(capture_run_id)
+WHERE op_event_id IS NOT NULL
+GROUP BY run_id, graph_index, op_event_id;
