@@ -140,8 +140,9 @@ LEFT JOIN call_sites cs ON cs.run_id = w.run_id AND cs.stack_id = w.launch_stack
 --   'no_match'      none fits (a graph captured outside the capture run, or lost events): no op;
 --   'no_capture'    the capture run has no capture window (or capture_run_id is NULL): no op.
 -- Work of a graph that ran on several streams is ordered by start across them, which can differ
--- from the capture order (`launch_streams` above 1 says so). Use: `SELECT op_name, sum(dur_ns) FROM graph_kernel_ops('<run id>')
--- WHERE run_id = '<replay run id>' GROUP BY ALL`; the cuda-graphs report reads it.
+-- from the capture order (`launch_streams` above 1 says so). Use: `SELECT op_name, sum(dur_ns)
+-- FROM graph_kernel_ops('<capture run id>') WHERE run_id = '<replay run id>' GROUP BY ALL`; the
+-- cuda-graphs report and graph_op_time read it.
 -- Columns: those of graph_launch_work, then capture_run_id, match, candidates (captured graphs of
 -- the same size and kinds), graph_index (the captured graph when one fits), capture_launch_event_id
 -- (the captured call), op_event_id and op_name (innermost op around it), top_op_event_id and
