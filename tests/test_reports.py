@@ -75,7 +75,7 @@ def _sql_for(name):
     r = all_reports()[name]
     sql = r.sql.rstrip().rstrip(";")
     for p in r.params:
-        sql = sql.replace(f"${p.name}", repr(p.default) if p.type == "VARCHAR" else str(p.default))
+        sql = sql.replace(f"${p.name}", repr(p.default) if p.type == "VARCHAR" else "NULL" if p.default is None else str(p.default))
     return f"(WITH report_runs AS (SELECT run_id FROM runs) {sql[sql.index('WITH') + 4:] if sql.lstrip().startswith('WITH') else 'SELECT * FROM (' + sql + ')'})"
 
 
@@ -294,15 +294,23 @@ def test_gpu_utilization_by_interval_union(gpu_store, trace):
 
 @pytest.mark.slow  # 3 s
 def test_cuda_graphs_fan_out(gpu_store):
+    """One row per graph (launches that ran the same work): its launches and what each ran; no
+    capture run given, so no op."""
     store, ids, traces = gpu_store
     events = trace_events(load_json(shared_dir() / traces["graph"]))
     graph_corr = {e["args"]["correlation"] for e in events if e.get("cat") == "cuda_runtime" and "GraphLaunch" in e["name"]}
-    fan_out = Counter(e["args"]["correlation"] for e in events if e.get("cat") == "kernel" and e["args"].get("correlation") in graph_corr)
+    work = defaultdict(list)
+    for e in events:
+        if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset") and e["args"].get("correlation") in graph_corr:
+            work[e["args"]["correlation"]].append(e)
+    sequences = Counter(tuple(e["name"] for e in sorted(w, key=lambda e: e["ts"])) for w in work.values())
     rows = report(store, "cuda-graphs", run=ids["graph"])
-    assert len(rows) == len(graph_corr)
+    assert len(rows) == len(sequences) and sum(r["launches"] for r in rows) == len(graph_corr)
+    assert sorted((r["kernels_per_launch"], r["launches"]) for r in rows) == sorted((len(s), n) for s, n in sequences.items())
+    assert sum(r["gpu_dur_ns"] for r in rows) == sum(ns(e["dur"]) for w in work.values() for e in w)
+    assert {(r["match"], r["op_name"]) for r in rows} == {("no_capture", None)}
     start = _start_ns(load_json(shared_dir() / traces["graph"]))
-    assert all(r["rel_ts_ns"] == r["ts_ns"] - start >= 0 for r in rows)
-    assert sorted(r["kernels"] for r in rows) == sorted([fan_out.get(c, 0) for c in graph_corr])
+    assert all(r["rel_ts_ns"] == r["first_ts_ns"] - start >= 0 for r in rows)
     overview = report(store, "overview", run=ids["graph"])
     assert any(r["item"] == "CUDA graphs" for r in overview)
 

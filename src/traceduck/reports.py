@@ -3,6 +3,7 @@
     -- title: Largest tensor copies by call site
     -- description: One line on what it answers.
     -- param: group_by VARCHAR = name {name|shape|call_site} -- what the parameter does
+    -- param: capture RUN = -- a run selection, bound as the one run id it selects (NULL when not given)
     -- column: call_site VARCHAR -- what the column holds
     -- requires: one_job
     SELECT ...
@@ -28,7 +29,7 @@ from .jobs import require_one_job
 
 _PARAM = re.compile(r"^(\w+)\s+(\w+)\s*=\s*(.*?)\s*(?:\{([^}]*)\})?\s*--\s*(.+)$")
 _COLUMN = re.compile(r"^(\w+)\s+(.+?)\s*--\s*(.+)$")
-_TYPES = {"INTEGER": int, "BIGINT": int, "DOUBLE": float, "VARCHAR": str, "BOOLEAN": bool}
+_TYPES = {"INTEGER": int, "BIGINT": int, "DOUBLE": float, "VARCHAR": str, "BOOLEAN": bool, "RUN": str}
 RUN_COLUMNS = ("run_id", "run_name")
 
 
@@ -139,6 +140,24 @@ def parse_params(report: Report, pairs: list[str]) -> dict[str, object]:
     return values
 
 
+def resolve_run_params(db: Database, report: Report, values: dict[str, object]) -> list[str]:
+    """Replace the run selection of each RUN parameter in `values` by the one run id it selects
+    (NULL when empty); returns those run ids."""
+    ids = []
+    for p in report.params:
+        if p.type != "RUN":
+            continue
+        if not values[p.name]:
+            values[p.name] = None
+            continue
+        try:
+            values[p.name] = db.resolve_run(str(values[p.name]))
+        except RunSelectionError as e:
+            raise RunSelectionError(f"--param {p.name}={values[p.name]}: {e.message}", e.hint) from None
+        ids.append(values[p.name])
+    return ids
+
+
 def report_run_ids(db: Database, runs: list[str] | None = None) -> list[str]:
     """The runs a report covers, in the order its rows come: the order of the selections given
     (a selection matching several runs, such as a label, lists them by name, then id), else every
@@ -166,8 +185,10 @@ def report_relation(db: Database, name: str, runs: list[str] | None = None, para
     """
     report = get_report(name)
     values = parse_params(report, params or [])
+    other_runs = resolve_run_params(db, report, values)
     run_ids = report_run_ids(db, runs)
-    cur = db.cursor(run_ids if runs else None)  # with runs selected, only their files are read
+    # with runs selected, only their files are read: those of runs named by parameters too
+    cur = db.cursor(list(dict.fromkeys(run_ids + other_runs)) if runs else None)
     try:
         if "one_job" in report.requires:
             require_one_job(cur, run_ids, name)
