@@ -152,6 +152,24 @@ CREATE OR REPLACE MACRO peak_tflops_for(dtype, fp32_tflops, bf16_tflops, fp16_tf
   WHEN dtype = 'float32' THEN fp32_tflops WHEN dtype = 'bfloat16' THEN bf16_tflops
   WHEN dtype = 'float16' THEN fp16_tflops WHEN dtype LIKE 'float8%' THEN fp8_tflops END;
 
+-- The category and cost formula of every CPU op name in the runs, from `op_categories`: the row
+-- of the exact name, else the longest LIKE pattern that matches (category only), else 'other'.
+-- @column name VARCHAR Op name.
+-- @column category VARCHAR GEMM, convolution, attention, elementwise, normalisation, reduction, communication, copy or other.
+-- @column model VARCHAR Cost formula of op_cost for the name, NULL when none.
+CREATE OR REPLACE VIEW op_name_categories AS
+WITH names AS (
+  SELECT DISTINCT name FROM events WHERE is_cpu_op
+), by_pattern AS (
+  SELECT n.name, arg_max(c.category, length(c.pattern)) AS category
+  FROM names n JOIN op_categories c ON contains(c.pattern, '%') AND n.name LIKE c.pattern
+  GROUP BY n.name
+)
+SELECT n.name, coalesce(e.category, p.category, 'other') AS category, e.model
+FROM names n
+LEFT JOIN (SELECT * FROM op_categories WHERE NOT contains(pattern, '%')) e ON e.pattern = n.name
+LEFT JOIN by_pattern p ON p.name = n.name;
+
 -- One row per CPU op that recorded shapes, with its FLOPs and the minimum bytes its math reads and
 -- writes (each tensor input read once, each output written once), from its dims, dtypes and
 -- `Concrete Inputs`, and its GPU time. The formula (`model`) is chosen by the op's exact name in
@@ -198,19 +216,8 @@ WITH RECURSIVE ops AS MATERIALIZED (
          sum(s.bytes)::HUGEINT AS in_bytes
   FROM cpu_ops o JOIN shapes s ON s.run_id = o.run_id AND s.event_id = o.event_id AND s.member_index IS NULL
   GROUP BY o.run_id, o.event_id, o.name, o.parent_op_id, o.call_site, o.step
-), names AS (
-  SELECT DISTINCT name FROM ops
-), by_pattern AS (
-  SELECT n.name, arg_max(c.category, length(c.pattern)) AS category
-  FROM names n JOIN op_categories c ON contains(c.pattern, '%') AND n.name LIKE c.pattern
-  GROUP BY n.name
-), named AS (
-  SELECT n.name, coalesce(e.category, p.category, 'other') AS category, e.model
-  FROM names n
-  LEFT JOIN (SELECT * FROM op_categories WHERE NOT contains(pattern, '%')) e ON e.pattern = n.name
-  LEFT JOIN by_pattern p ON p.name = n.name
 ), m AS MATERIALIZED (
-  SELECT o.*, n.category, n.model FROM ops o JOIN named n USING (name)
+  SELECT o.*, coalesce(n.category, 'other') AS category, n.model FROM ops o LEFT JOIN op_name_categories n USING (name)
 ), codes AS (
   SELECT DISTINCT scalar_type, torch_name, elem_bytes FROM dtypes WHERE scalar_type IS NOT NULL
 ),
