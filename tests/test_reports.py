@@ -18,8 +18,8 @@ from conftest import SAMPLES, load_json, shared_dir, shared_trace_files, trace_e
 
 REPORTS = sorted(all_reports())
 EXPECTED_REPORTS = ["collectives", "comm-overlap", "copies-by-call-site", "cuda-graphs", "gpu-utilization", "idle",
-                    "launch-overhead", "memory", "ops-by-shape", "overview", "ranks", "steps", "sync", "time-by-call-site",
-                    "top-kernels", "top-ops"]
+                    "launch-overhead", "memory", "ops-by-shape", "overview", "ranks", "roofline", "steps", "sync",
+                    "time-by-call-site", "top-kernels", "top-ops"]
 
 
 def ns(v) -> int:

@@ -1,7 +1,7 @@
 """The vocabulary traceduck reads traces with, defined once: reference rows loaded into every
-connection (event categories, dtypes, call-site rules, copy ops). Ingest and the views both read
-them from here (op categories and device peaks feed op_cost and the roofline); the name patterns (ProfilerStep#N, launch calls) are SQL macros in
-sql/views/00_reference.sql, which ingest loads too.
+connection (event categories, dtypes, call-site rules, copy ops, op categories, device peaks).
+Ingest and the views both read them from here; the name patterns (ProfilerStep#N, launch calls)
+are SQL macros in sql/views/00_reference.sql, which ingest loads too.
 
 The rows are tables (not constants baked into SQL) so a session can change them, e.g.
 `INSERT INTO call_site_rules VALUES ('vendored/%', 'vendored library')`. Ingest classifies events
