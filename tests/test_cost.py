@@ -177,13 +177,13 @@ def _ns(v) -> int:
 
 def _expected_from_json(path: Path) -> dict[int, tuple]:
     """(flops, bytes, gpu_ns) of every addmm, linear, SDPA, layer_norm, gelu and add in the trace,
-    computed from its args; gpu_ns from the kernels, copies and sets whose launch (runtime or driver
-    call) lies inside the op on its thread."""
+    computed from its args; gpu_ns from the kernels, device-to-device copies and sets whose launch
+    (runtime or driver call) lies inside the op on its thread."""
     events = [e for e in trace_events(load_json(path)) if isinstance(e, dict)]
     launches = [e for e in events if e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {})]
-    kernels = {}  # kernels, copies and sets by correlation
+    kernels = {}  # kernels, device-to-device copies and sets by correlation
     for e in events:
-        if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"):
+        if e.get("cat") in ("kernel", "gpu_memset") or (e.get("cat") == "gpu_memcpy" and e["name"].startswith("Memcpy DtoD")):
             kernels.setdefault(e["args"]["correlation"], 0)
             kernels[e["args"]["correlation"]] += _ns(e["dur"])
     out = {}

@@ -10,7 +10,7 @@
 -- column: category VARCHAR -- op category (op_categories)
 -- column: model VARCHAR -- cost formula used (see op_cost)
 -- column: calls BIGINT -- calls in the group
--- column: gpu_dur_ns BIGINT -- GPU time of the calls' kernels, copies and sets (their whole subtree), ns; NULL when none is linked
+-- column: gpu_dur_ns BIGINT -- GPU time of the calls' kernels, device-to-device copies and sets (their whole subtree), ns; NULL when none is linked
 -- column: flops BIGINT -- FLOPs of all calls; NULL when the formula lacked an input
 -- column: bytes BIGINT -- minimum bytes read and written by all calls; NULL when unknown
 -- column: tflops_per_s DOUBLE -- achieved TFLOP/s over the calls with GPU time
@@ -45,7 +45,7 @@ WITH rows AS (
 ), r AS (
   SELECT *, gpu_flops / nullif(gpu_ns, 0) / 1e3 AS tf, gpu_bytes / nullif(gpu_ns, 0) / 1e3 AS bw,
          greatest(CASE WHEN gpu_flops = 0 THEN 0 ELSE gpu_flops / (peak_tf * 1e3) END, gpu_bytes / (peak_bw * 1e3)) AS roof_ns,
-         CASE WHEN gpu_flops IS NULL OR gpu_bytes IS NULL THEN NULL
+         CASE WHEN gpu_flops IS NULL OR gpu_bytes IS NULL OR peak_bw IS NULL THEN NULL
               WHEN gpu_flops <> 0 AND peak_tf IS NULL THEN NULL ELSE 1 END AS roof_ok
   FROM g
 )

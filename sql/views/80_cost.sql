@@ -185,9 +185,10 @@ LEFT JOIN by_pattern p ON p.name = n.name;
 -- (softmax_flops), unary (1 FLOP per element; bytes in + out), binary (1 FLOP per element of the
 -- broadcast result; comparisons write bool; in-place ops write their first input), reduction (1 FLOP
 -- per input element; output from the dims reduced), embedding and gather (index_select: indices +
--- rows read + rows written), copy (bytes of `tensor_copies`). gpu_dur_ns sums the kernels, copies and
--- sets launched from inside the op's subtree (the op and every op nested in it), so `aten::linear`
--- gets the time of the GEMM its `aten::addmm` launched. Nested ops are all listed: sum rows with
+-- rows read + rows written), copy (bytes of `tensor_copies`). gpu_dur_ns sums the kernels,
+-- device-to-device copies and sets launched from inside the op's subtree (the op and every op nested
+-- in it), so `aten::linear` gets the time of the GEMM its `aten::addmm` launched; copies to or from
+-- the host or another device are left out (the link bounds them, not the GPU's memory). Nested ops are all listed: sum rows with
 -- is_counted (the outermost op with a cost on its thread; its formula covers the ops inside it) to
 -- count each GEMM once.
 -- @column run_id VARCHAR Run of the op.
@@ -199,7 +200,7 @@ LEFT JOIN by_pattern p ON p.name = n.name;
 -- @column dtype VARCHAR Dtype the math runs in: the first matrix's (GEMM), the input's (others), the source's (copies).
 -- @column flops BIGINT Floating-point operations of one call; NULL when no formula applies or an input it needs is missing; 0 for bytes-only formulas.
 -- @column bytes BIGINT Minimum bytes read and written by the op's math; NULL when unknown.
--- @column gpu_dur_ns BIGINT GPU time of the kernels, memcpys and memsets launched from inside the op's subtree, ns; NULL when none.
+-- @column gpu_dur_ns BIGINT GPU time of the kernels, device-to-device memcpys and memsets launched from inside the op's subtree, ns; NULL when none.
 -- @column tflops_per_s DOUBLE Achieved TFLOP/s: flops / gpu_dur_ns / 1000.
 -- @column tb_per_s DOUBLE Achieved TB/s: bytes / gpu_dur_ns / 1000.
 -- @column intensity DOUBLE Arithmetic intensity, FLOPs per byte.
@@ -432,10 +433,14 @@ copies AS (
   UNION ALL BY NAME SELECT * FROM softmax UNION ALL BY NAME SELECT * FROM unary UNION ALL BY NAME SELECT * FROM bin
   UNION ALL BY NAME SELECT * FROM red UNION ALL BY NAME SELECT * FROM gather UNION ALL BY NAME SELECT * FROM copies
 ),
--- GPU time of each op's subtree: work launched by an op counts for it and every op around it
+-- GPU time of each op's subtree: work launched by an op counts for it and every op around it.
+-- Copies between host and device or between devices are left out: the link bounds them, not the
+-- GPU's memory, so they have no place on its roofline
 direct AS (
   SELECT run_id, op_event_id AS event_id, sum(dur_ns) AS dur_ns
-  FROM device_work(['kernel', 'memcpy', 'memset']) WHERE op_event_id IS NOT NULL GROUP BY ALL
+  FROM device_work(['kernel', 'memcpy', 'memset'])
+  WHERE op_event_id IS NOT NULL AND (work_kind <> 'memcpy' OR name LIKE 'Memcpy DtoD%')
+  GROUP BY ALL
 ), tree AS MATERIALIZED (
   SELECT run_id, event_id, parent_op_id FROM events WHERE is_cpu_op
 ), up(run_id, event_id, anc_id) AS (
