@@ -31,7 +31,7 @@ class Trace:
         self.t = 1000
         self.corr = 1
 
-    def op(self, name, dims, types, concrete=None, kernel_ns=None, children=()):
+    def op(self, name, dims, types, concrete=None, kernel_ns=None, children=(), work=("kernel", "k")):
         """An op (dur covers its children), its kernel launched from inside it; returns its event id."""
         start = self.t
         ev = {"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": start, "dur": 0,
@@ -45,7 +45,7 @@ class Trace:
         if kernel_ns:
             self.events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
                                 "ts": self.t, "dur": 1, "args": {"correlation": self.corr}})
-            self.events.append({"ph": "X", "cat": "kernel", "name": f"k{self.corr}", "pid": 0, "tid": 7,
+            self.events.append({"ph": "X", "cat": work[0], "name": f"{work[1]}{self.corr}", "pid": 0, "tid": 7,
                                 "ts": self.t + 5, "dur": kernel_ns / 1000,
                                 "args": {"correlation": self.corr, "device": 0, "stream": 7}})
             self.corr += 1
@@ -114,38 +114,52 @@ def generated(tmp_path_factory):
              ["", "", "-1", "False", "False"], kernel_ns=200)] = (0, 12 * 8 + 2 * 12 * 8 * 4, 200)
     exp[t.op("aten::copy_", [[10, 10], [10, 10], []], [bf, f32, "Scalar"], ["", "", "False"], kernel_ns=100)] = \
         (0, 100 * 4 + 100 * 2, 100)
+    # copies: a device-to-device copy's time counts, a host-to-device one's does not (the link bounds it)
+    exp[t.op("aten::copy_", [[50], [50], []], [f32, f32, "Scalar"], ["", "", "False"], kernel_ns=90,
+             work=("gpu_memcpy", "Memcpy DtoD (Device -> Device) "))] = (0, 50 * 4 * 2, 90)
+    exp[t.op("aten::copy_", [[60], [60], []], [f32, f32, "Scalar"], ["", "", "True"], kernel_ns=80,
+             work=("gpu_memcpy", "Memcpy HtoD (Pinned -> Device) "))] = (0, 60 * 4 * 2, None)
     path = write_trace(tmp_path_factory.mktemp("cost") / "generated.json", t.events,
                        deviceProperties=[{"id": 0, "name": "NVIDIA H100 80GB HBM3", "numSms": 132}])
     store = path.parent / "store"
-    traceduck.ingest(path, store=store, name="generated")
+    # the same op on a GPU no device_peaks row knows, and in a trace that names no GPU (runs are
+    # named after their files)
+    u = Trace()
+    u.op("aten::mm", [[64, 64], [64, 64]], [f32, f32], kernel_ns=1000)
+    unknown = write_trace(path.parent / "unknown.json", u.events, deviceProperties=[{"id": 0, "name": "Fancy GPU"}])
+    unnamed = write_trace(path.parent / "unnamed.json", u.events[:1] + [dict(e, ts=e["ts"] + 0.5) for e in u.events[1:]])
+    traceduck.ingest([path, unknown, unnamed], store=store)
     return traceduck.open(store), exp, {lin, inner["addmm"]}
 
 
 def test_generated_ops_have_the_formulas_costs(generated):
     db, exp, _ = generated
-    rows = {r[0]: r[1:] for r in db.sql("SELECT event_id, flops, bytes, gpu_dur_ns, tflops_per_s, tb_per_s "
-                                        "FROM op_cost").fetchall()}
+    rows = {r[0]: r[1:] for r in db.sql("SELECT event_id, flops, bytes, gpu_dur_ns, tflops_per_s, tb_per_s FROM op_cost "
+                                        "JOIN runs USING (run_id) WHERE runs.name = 'generated'").fetchall()}
     for event_id, (flops, nbytes, gpu_ns) in exp.items():
         got = rows[event_id]
         assert got[:3] == (flops, nbytes, gpu_ns), (event_id, got)
         # achieved TFLOP/s = flops / GPU time (flops per ns / 1000)
-        assert got[3] == (None if flops is None else pytest.approx(flops / gpu_ns / 1e3))
-        assert got[4] == pytest.approx(nbytes / gpu_ns / 1e3)
+        assert got[3] == (None if flops is None or gpu_ns is None else pytest.approx(flops / gpu_ns / 1e3))
+        assert got[4] == (None if gpu_ns is None else pytest.approx(nbytes / gpu_ns / 1e3))
 
 
 def test_nested_ops_are_counted_once(generated):
     db, exp, nested = generated
     lin, addmm = sorted(nested)
-    counted = dict(db.sql("SELECT event_id, is_counted FROM op_cost").fetchall())
+    counted = dict(db.sql("SELECT event_id, is_counted FROM op_cost JOIN runs USING (run_id) "
+                          "WHERE runs.name = 'generated'").fetchall())
     assert counted[lin] and not counted[addmm]  # the outermost op with a cost
     assert all(counted[e] for e in exp if e not in nested and exp[e][0] is not None)
 
 
 def test_generated_trace_picks_the_h100_and_draws_the_roofline(generated):
     db, exp, nested = generated
-    dev = db.sql("SELECT device, bf16_tflops, memory_tbps FROM run_devices").fetchall()
-    assert dev == [("H100 SXM", 989.4, 3.35)]
-    cols, rows = run_report(db, "roofline")
+    dev = db.sql("SELECT name, device_name, device, bf16_tflops, memory_tbps FROM run_devices JOIN runs USING (run_id) "
+                 "ORDER BY name").fetchall()
+    assert dev == [("generated", "NVIDIA H100 80GB HBM3", "H100 SXM", 989.4, 3.35), ("unknown", "Fancy GPU", None, None, None),
+                   ("unnamed", None, None, None, None)]
+    cols, rows = run_report(db, "roofline", runs=["generated"])
     rows = [dict(zip(cols, r)) for r in rows]
     lin = next(r for r in rows if r["op_name"] == "aten::linear")
     flops, nbytes, gpu_ns = exp[min(nested)]
@@ -157,18 +171,35 @@ def test_generated_trace_picks_the_h100_and_draws_the_roofline(generated):
     assert [r["lost_dur_ns"] for r in rows if r["lost_dur_ns"] is not None] == \
         sorted((r["lost_dur_ns"] for r in rows if r["lost_dur_ns"] is not None), reverse=True)
     # parameters override the device's peaks
-    cols, rows = run_report(db, "roofline", params=["peak_tflops=100", "peak_tbps=1"])
+    cols, rows = run_report(db, "roofline", runs=["generated"], params=["peak_tflops=100", "peak_tbps=1"])
     lin = next(dict(zip(cols, r)) for r in rows if r[cols.index("op_name")] == "aten::linear")
     assert (lin["peak_tflops"], lin["peak_tbps"], lin["device"]) == (100.0, 1.0, "parameters")
     assert lin["roofline_dur_ns"] == round(max(flops / 1e5, nbytes / 1e3))
 
 
+@pytest.mark.slow  # 2 s
+def test_unknown_device_says_how_to_give_peaks(generated):
+    db, _, _ = generated
+    flops, nbytes = gemm(1, 64, 64, 64), 3 * 64 * 64 * 4
+    for run, where in (("unknown", "device 'Fancy GPU'"), ("unnamed", "this run (the trace names no device)")):
+        cols, rows = run_report(db, "roofline", runs=[run])
+        (row,) = [dict(zip(cols, r)) for r in rows]
+        assert (row["flops"], row["bytes"], row["gpu_dur_ns"]) == (flops, nbytes, 1000)
+        assert row["tflops_per_s"] == round(flops / 1000 / 1e3, 3)
+        assert (row["peak_tflops"], row["peak_tbps"], row["bound"], row["roofline_dur_ns"], row["device"]) == (None,) * 5
+        assert row["note"] == (f"no peaks known for {where}: pass --param peak_tflops=N --param peak_tbps=N, "
+                               "or add a row to device_peaks")
+        cols, rows = run_report(db, "roofline", runs=[run], params=["peak_tflops=10", "peak_tbps=2"])
+        row = dict(zip(cols, rows[0]))
+        assert (row["note"], row["roofline_dur_ns"]) == (None, round(max(flops / 1e4, nbytes / 2e3)))
+
+
 def test_top_ops_by_category(generated):
     db, _, _ = generated
-    cols, rows = run_report(db, "top-ops", params=["group_by=category"])
+    cols, rows = run_report(db, "top-ops", runs=["generated"], params=["group_by=category"])
     by = {r[cols.index("name")]: r[cols.index("calls")] for r in rows}
     assert by == {"GEMM": 4, "convolution": 2, "attention": 2, "normalisation": 1, "reduction": 2,
-                  "elementwise": 3, "copy": 2}
+                  "elementwise": 3, "copy": 4}
 
 
 def _ns(v) -> int:
