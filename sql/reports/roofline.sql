@@ -1,5 +1,6 @@
 -- title: Roofline: how close each op runs to the device's limits
 -- description: Ops with a cost model (op_cost; the outermost op with a cost, so nested ops count once) grouped by name, input dims and dtype: calls, GPU time, FLOPs and bytes, achieved TFLOP/s and TB/s against the device's peaks (device_peaks, chosen by the trace's deviceProperties name, or the peak_tflops / peak_tbps parameters), bound, and the GPU time lost against the roofline, biggest loss first. Groups whose run has no known device, or no GPU time, keep NULL peaks and say why in `note`.
+-- empty: no op with a cost model in the selected runs: ops need recorded shapes (profile with record_shapes=True) and a formula in op_categories
 -- param: peak_tflops DOUBLE = -- peak TFLOP/s to use for every dtype instead of the device's (empty: the device's)
 -- param: peak_tbps DOUBLE = -- peak memory bandwidth in TB/s to use instead of the device's (empty: the device's)
 -- column: run_id VARCHAR -- the run
