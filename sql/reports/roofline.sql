@@ -28,8 +28,9 @@
 -- column: note VARCHAR -- why peaks or rates are missing, and how to supply them; NULL when all is known
 WITH rows AS (
   SELECT c.*, d.device_name, d.device,
-         coalesce($peak_tflops::DOUBLE, peak_tflops_for(c.dtype, d.fp32_tflops, d.bf16_tflops, d.fp16_tflops, d.fp8_tflops)) AS peak_tf,
-         coalesce($peak_tbps::DOUBLE, d.memory_tbps) AS peak_bw
+         nullif(coalesce($peak_tflops::DOUBLE, peak_tflops_for(c.dtype, d.fp32_tflops, d.bf16_tflops, d.fp16_tflops,
+                                                               d.fp8_tflops)), 0) AS peak_tf,
+         nullif(coalesce($peak_tbps::DOUBLE, d.memory_tbps), 0) AS peak_bw
   FROM op_cost c LEFT JOIN run_devices d USING (run_id)
   WHERE c.is_counted AND c.run_id IN (SELECT run_id FROM report_runs)
 ), g AS (

@@ -34,7 +34,7 @@ CREATE OR REPLACE MACRO gemm_flops(batch, m, k, n, has_bias) AS
 
 -- Output length of a convolution along one spatial dim: floor((x + 2p - d(k-1) - 1) / s) + 1
 -- (PyTorch docs, torch.nn.Conv1d/2d/3d, "Shape").
-CREATE OR REPLACE MACRO conv_out_len(x, k, s, p, d) AS (x + 2 * p - d * (k - 1) - 1) // s + 1;
+CREATE OR REPLACE MACRO conv_out_len(x, k, s, p, d) AS (x + 2 * p - d * (k - 1) - 1) // nullif(s, 0) + 1;
 
 -- Output length of a transposed convolution along one spatial dim: (x-1)s - 2p + d(k-1) + output_padding + 1
 -- (PyTorch docs, torch.nn.ConvTranspose1d/2d/3d, "Shape").
