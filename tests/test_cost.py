@@ -278,3 +278,27 @@ def test_cpu_run_says_why_peaks_are_missing(tmp_path):
     assert rows
     assert all(r[cols.index("peak_tflops")] is None and r[cols.index("gpu_dur_ns")] is None for r in rows)
     assert all(r[cols.index("note")].startswith("no GPU time is linked") for r in rows)
+
+
+@pytest.mark.slow  # 3 s
+def test_odd_inputs_give_null_costs_not_errors(tmp_path):
+    """Shapes that do not fit a formula (wrong ranks, a zero stride, missing inputs, unparsable
+    Concrete Inputs) leave flops NULL rather than failing the view."""
+    t = Trace()
+    f32 = "float"
+    odd = [
+        t.op("aten::mm", [[4], [4, 4]], [f32, f32]),  # a vector is not a matrix for mm
+        t.op("aten::bmm", [[2, 3, 4], [5, 4, 6]], [f32, f32]),  # batch sizes differ
+        t.op("aten::conv2d", [[1, 3, 8, 8], [4, 3, 3, 3], [], [], [], [], []], [f32, f32, "", "ScalarList", "ScalarList",
+             "ScalarList", "Int"], ["", "", "", "[0, 0]", "[0, 0]", "[1, 1]", "1"]),  # zero stride
+        t.op("aten::conv2d", [[1, 3, 8, 8], [4, 3, 3, 3], [], [], [], [], []], [f32, f32, "", "ScalarList", "ScalarList",
+             "ScalarList", "Int"], ["", "", "", "x", "y", "z", "w"]),  # unparsable
+        t.op("aten::scaled_dot_product_attention", [[8, 64], [8, 64], [8, 64]], [f32] * 3),  # no causal flag recorded
+        t.op("aten::add", [[]], [""]),  # no tensor
+        t.op("aten::sum", [[3, 4], [], []], [f32, "ScalarList", "Scalar"], ["", "[9]", "False"]),  # dim out of range
+    ]
+    path = write_trace(tmp_path / "odd.json", t.events)
+    traceduck.ingest(path, store=tmp_path / "store")
+    db = traceduck.open(tmp_path / "store")
+    rows = dict(db.sql("SELECT event_id, flops FROM op_cost").fetchall())
+    assert {e: rows[e] for e in odd} == {e: (None if e != odd[-1] else 12) for e in odd}
