@@ -169,6 +169,45 @@ plt.show()
 longest = timeline[timeline.run == "buggy"].sort_values("ms").iloc[-1]
 assert longest.is_copy and longest.call_site == "tinydecoder.py(31): _read_cache", longest'''),
     ("md", """\
+## How close do the ops run to the GPU's limits?
+
+The samples ran on a CPU, so they have no GPU time to set against the hardware. This section
+ingests a GPU trace: `TRACEDUCK_GPU_TRACE` names one, else it takes the public H100 BERT trace of
+TraceLens's tests from the shared real traces that the project's tests use (`../shared/traces/`
+beside the checkout), and skips when neither is there. The `roofline` report groups the ops that
+have a cost model (`op_cost`: FLOPs and bytes from their input dims and dtypes) by name, dims and
+dtype, with the GPU time of the kernels they launched and the device's peaks (`device_peaks`,
+chosen by the trace's GPU name). Each group is a point: FLOPs per byte against achieved TFLOP/s,
+sized by its GPU time, under the roof `min(peak TFLOP/s, intensity x peak TB/s)`."""),
+    ("code", """\
+import os
+
+GPU_TRACE = Path(os.environ.get("TRACEDUCK_GPU_TRACE", Path("..", "..", "shared", "traces", "public", "AMD-AGI__TraceLens",
+                                                             "tests", "traces", "h100", "gaunernst_bert-small-uncased__1016001.json.gz")))
+if not GPU_TRACE.is_file():
+    print(f"no GPU trace at {GPU_TRACE}: set TRACEDUCK_GPU_TRACE to a PyTorch profiler trace of a GPU run")
+else:
+    traceduck.ingest(GPU_TRACE, store=STORE, name="gpu")
+    roof = db.report("roofline", runs="gpu").df().dropna(subset=["tflops_per_s", "intensity", "peak_tflops"])
+    roof = roof[roof.intensity > 0]
+    peak_tf, peak_bw = roof.peak_tflops.max(), roof.peak_tbps.max()
+    fig, ax = plt.subplots(figsize=(8, 5))
+    x = [min(roof.intensity.min(), 1) / 2, max(roof.intensity.max(), peak_tf / peak_bw) * 2]
+    xs = [x[0], peak_tf / peak_bw, x[1]]
+    ax.plot(xs, [min(peak_tf, v * peak_bw) for v in xs], color="black", label=f"roof: {roof.device.iloc[0]}")
+    for category, group in roof.groupby("category"):
+        ax.scatter(group.intensity, group.tflops_per_s, s=20 + 400 * group.gpu_dur_ns / roof.gpu_dur_ns.max(),
+                   alpha=0.6, label=category)
+    for _, r in roof.nlargest(3, "lost_dur_ns").iterrows():
+        ax.annotate(r.op_name.split("::")[-1], (r.intensity, r.tflops_per_s), fontsize=8)
+    ax.set(xscale="log", yscale="log", xlabel="FLOPs per byte", ylabel="achieved TFLOP/s",
+           title="Ops against the roofline (point size: GPU time)")
+    ax.legend(fontsize=8)
+    plt.show()
+    assert (roof.tflops_per_s <= roof.peak_tflops).all() and (roof.tb_per_s <= roof.peak_tbps).all(), roof
+    display(roof.head(5)[["op_name", "input_dims", "calls", "gpu_dur_ns", "tflops_per_s", "compute_pct", "bound",
+                          "lost_dur_ns"]])"""),
+    ("md", """\
 The same questions work from the command line (`traceduck report copies-by-call-site`,
 `traceduck diff buggy fixed --per-step`) and from any DuckDB client over `traceduck catalog`.
 The store was temporary: close the connection and delete it."""),

@@ -41,6 +41,7 @@ def kernel_env(tmp_path, monkeypatch):
     monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "runtime"))
     monkeypatch.setenv("JUPYTER_PLATFORM_DIRS", "1")
     monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+    monkeypatch.delenv("TRACEDUCK_GPU_TRACE", raising=False)  # the walkthrough reads it
     return KERNEL
 
 
@@ -55,7 +56,9 @@ def test_notebook_runs(path, kernel_env):
     assert not [o for o in outputs if o.output_type == "error"]
     if path.name == "walkthrough.ipynb":
         images = [o for o in outputs if "image/png" in o.get("data", {})]
-        assert len(images) == 3  # step time, top ops, one step's timeline
+        # step time, top ops, one step's timeline, and the roofline of the shared H100 trace when present
+        gpu_trace = ROOT.parent / "shared" / "traces" / "public" / "AMD-AGI__TraceLens" / "tests" / "traces" / "h100"
+        assert len(images) == 3 + (gpu_trace / "gaunernst_bert-small-uncased__1016001.json.gz").is_file()
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])

@@ -17,9 +17,9 @@ from traceduck.reports import all_reports, run_report
 from conftest import SAMPLES, load_json, shared_dir, shared_trace_files, trace_events, union_length
 
 REPORTS = sorted(all_reports())
-EXPECTED_REPORTS = ["collectives", "comm-overlap", "copies-by-call-site", "critical-path", "cuda-graphs", "gpu-utilization", "idle",
-                    "launch-overhead", "memory", "ops-by-shape", "overview", "ranks", "steps", "sync", "time-by-call-site",
-                    "top-kernels", "top-ops"]
+EXPECTED_REPORTS = ["collectives", "comm-overlap", "copies-by-call-site", "critical-path", "cuda-graphs", "gpu-utilization",
+                    "idle", "launch-overhead", "memory", "ops-by-shape", "overview", "ranks", "roofline", "steps", "sync",
+                    "time-by-call-site", "top-kernels", "top-ops"]
 
 
 def ns(v) -> int:

@@ -1,9 +1,9 @@
 -- title: Top CPU ops by self time
--- description: Ops grouped by name (or input shapes, or call site), like torch's key_averages().table(): calls, self and total time, the GPU kernel time they launched, and the input dims and call site that account for most of the group's self time.
--- param: group_by VARCHAR = name {name|shape|call_site} -- group ops by name, by name and input shapes, or by name and Python call site
+-- description: Ops grouped by name (or input shapes, or call site, or op category), like torch's key_averages().table(): calls, self and total time, the GPU kernel time they launched, and the input dims and call site that account for most of the group's self time.
+-- param: group_by VARCHAR = name {name|shape|call_site|category} -- group ops by name, by name and input shapes, by name and Python call site, or by category (op_categories: GEMM, convolution, attention, elementwise, normalisation, reduction, communication, copy, other)
 -- column: run_id VARCHAR -- run of the ops
 -- column: run_name VARCHAR -- name of the run
--- column: name VARCHAR -- op name
+-- column: name VARCHAR -- op name; with group_by=category, the category
 -- column: input_dims VARCHAR -- dims of every input: the group's own with group_by=shape, else those of the group's calls with the most self time (NULL when they record no shapes)
 -- column: call_site VARCHAR -- innermost user frame: the group's own with group_by=call_site, else that of the group's calls with the most self time (NULL when they have no Python stack)
 -- column: calls BIGINT -- number of op calls
@@ -14,10 +14,13 @@
 -- column: gpu_dur_ns BIGINT -- GPU kernel time launched directly by these ops, ns
 -- column: self_ms DOUBLE -- self time in milliseconds
 WITH ops AS (
-  SELECT o.run_id, o.event_id, o.name, o.call_site, o.self_dur_ns, o.dur_ns,
+  SELECT o.run_id, o.event_id,
+         CASE WHEN $group_by = 'category' THEN coalesce(c.category, 'other') ELSE o.name END AS name,
+         o.call_site, o.self_dur_ns, o.dur_ns,
          (SELECT list(s.dims ORDER BY s.input_index)::VARCHAR FROM shapes s
            WHERE s.run_id = o.run_id AND s.event_id = o.event_id AND s.member_index IS NULL) AS dims_text
-  FROM cpu_ops o WHERE o.run_id IN (SELECT run_id FROM report_runs)
+  FROM cpu_ops o LEFT JOIN op_name_categories c ON $group_by = 'category' AND c.name = o.name
+  WHERE o.run_id IN (SELECT run_id FROM report_runs)
 ), gpu AS (
   SELECT run_id, op_event_id, sum(dur_ns) AS gpu_dur_ns FROM gpu_kernels
   WHERE run_id IN (SELECT run_id FROM report_runs) AND op_event_id IS NOT NULL GROUP BY ALL

@@ -1,7 +1,7 @@
 """The vocabulary traceduck reads traces with, defined once: reference rows loaded into every
-connection (event categories, dtypes, call-site rules, copy ops). Ingest and the views both read
-them from here; the name patterns (ProfilerStep#N, launch calls) are SQL macros in
-sql/views/00_reference.sql, which ingest loads too.
+connection (event categories, dtypes, call-site rules, copy ops, op categories, device peaks).
+Ingest and the views both read them from here; the name patterns (ProfilerStep#N, launch calls)
+are SQL macros in sql/views/00_reference.sql, which ingest loads too.
 
 The rows are tables (not constants baked into SQL) so a session can change them, e.g.
 `INSERT INTO call_site_rules VALUES ('vendored/%', 'vendored library')`. Ingest classifies events
@@ -176,6 +176,114 @@ COPY_OPS = [
 ]
 
 
+# Op categories and cost formulas (sql/views/80_cost.sql, table op_categories): (pattern, category,
+# model). An exact name picks the formula of op_cost (model) and the category; a LIKE pattern (with
+# '%') gives a category only. Only ops whose inputs the formula's SQL knows by position get a model.
+_GEMM = ["aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::linear", "aten::_scaled_mm"]
+_CONV = ["aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::conv_transpose1d", "aten::conv_transpose2d",
+         "aten::conv_transpose3d", "aten::convolution", "aten::_convolution"]
+_ATTENTION = ["aten::scaled_dot_product_attention", "aten::_scaled_dot_product_flash_attention",
+              "aten::_scaled_dot_product_flash_attention_for_cpu", "aten::_scaled_dot_product_efficient_attention",
+              "aten::_scaled_dot_product_cudnn_attention", "aten::_flash_attention_forward",
+              "aten::_efficient_attention_forward", "flash_attn::_flash_attn_forward"]
+_NORMS = {
+    "layer_norm": ["aten::layer_norm", "aten::native_layer_norm"],
+    "rms_norm": ["aten::rms_norm", "aten::_fused_rms_norm", "_C::rms_norm", "_C::fused_add_rms_norm"],
+    "batch_norm": ["aten::batch_norm", "aten::native_batch_norm", "aten::_batch_norm_impl_index",
+                   "aten::cudnn_batch_norm", "aten::miopen_batch_norm"],
+    "group_norm": ["aten::group_norm", "aten::native_group_norm"],
+}
+_SOFTMAX = ["aten::softmax", "aten::_softmax", "aten::log_softmax", "aten::_log_softmax"]
+_UNARY = ["abs", "neg", "relu", "gelu", "silu", "sigmoid", "tanh", "exp", "exp2", "expm1", "log", "log2", "log1p",
+          "sqrt", "rsqrt", "sin", "cos", "reciprocal", "erf", "sign", "floor", "ceil", "round", "trunc", "square",
+          "hardswish", "hardsigmoid", "mish", "elu", "leaky_relu", "softplus", "logit", "logical_not", "bitwise_not",
+          "clamp", "clamp_min", "clamp_max", "nan_to_num"]
+_BINARY = ["add", "sub", "rsub", "mul", "div", "maximum", "minimum", "pow", "fmod", "remainder", "atan2",
+           "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor",
+           "bitwise_and", "bitwise_or", "bitwise_xor"]
+_REDUCTIONS = ["sum", "mean", "amax", "amin", "max", "min", "prod", "argmax", "argmin", "logsumexp", "all", "any",
+               "var", "std", "norm", "linalg_vector_norm"]
+OP_CATEGORIES: list[tuple[str, str, str | None, str]] = [
+    *[(n, "GEMM", "gemm", "matrix product") for n in _GEMM],
+    *[(n, "convolution", "conv", "convolution") for n in _CONV],
+    *[(n, "attention", "attention", "attention forward") for n in _ATTENTION],
+    *[(n, "normalisation", model, model.replace("_", " ")) for model, names in _NORMS.items() for n in names],
+    *[(n, "reduction", "softmax", "softmax: row-wise max and sum") for n in _SOFTMAX],
+    *[(f"aten::{n}{s}", "elementwise", "unary", "unary elementwise") for n in _UNARY for s in ("", "_")],
+    *[(f"aten::{n}{s}", "elementwise", "binary", "binary elementwise") for n in _BINARY for s in ("", "_")],
+    *[(f"aten::{n}", "reduction", "reduction", "reduction") for n in _REDUCTIONS],
+    ("aten::embedding", "copy", "embedding", "embedding lookup: rows gathered"),
+    ("aten::index_select", "copy", "gather", "rows gathered along a dim"),
+    *[(name, "copy", "copy", "tensor copy or cast (see tensor_copies)") for name, *_ in COPY_OPS],
+    # categories only (no formula)
+    ("aten::cat", "copy", None, "concatenation"),
+    ("aten::stack", "copy", None, "stacking"),
+    ("aten::index", "copy", None, "advanced indexing"),
+    ("aten::gather", "copy", None, "gather"),
+    ("aten::scatter%", "copy", None, "scatter"),
+    ("aten::index_put%", "copy", None, "indexed write"),
+    ("aten::fill_", "copy", None, "memory fill"),
+    ("aten::zero_", "copy", None, "memory fill"),
+    ("aten::cumsum", "reduction", None, "scan"),
+    ("aten::where", "elementwise", None, "ternary elementwise"),
+    ("aten::addcmul%", "elementwise", None, "ternary elementwise"),
+    ("aten::addcdiv%", "elementwise", None, "ternary elementwise"),
+    ("aten::lerp%", "elementwise", None, "ternary elementwise"),
+    ("aten::dropout", "elementwise", None, "dropout"),
+    ("aten::native_dropout", "elementwise", None, "dropout"),
+    ("aten::_foreach_%", "elementwise", None, "multi-tensor elementwise"),
+    ("aten::%_backward", "other", None, "backward of an op (no formula)"),
+    ("%attention%", "attention", None, "attention (no formula: backward, paged or custom)"),
+    ("%flash_attn%", "attention", None, "FlashAttention"),
+    ("%layer_norm%", "normalisation", None, "layer norm"),
+    ("%rms_norm%", "normalisation", None, "RMS norm"),
+    ("%batch_norm%", "normalisation", None, "batch norm"),
+    ("%group_norm%", "normalisation", None, "group norm"),
+    ("aten::conv%", "convolution", None, "convolution"),
+    ("aten::cudnn_convolution%", "convolution", None, "convolution"),
+    ("aten::miopen_convolution%", "convolution", None, "convolution"),
+    ("aten::mkldnn_convolution%", "convolution", None, "convolution"),
+    ("aten::%softmax%", "reduction", None, "softmax"),
+    ("c10d::%", "communication", None, "torch.distributed collective"),
+    ("nccl:%", "communication", None, "NCCL call"),
+    ("record_param_comms", "communication", None, "torch.distributed collective record"),
+    ("%all_reduce%", "communication", None, "all-reduce"),
+    ("%allreduce%", "communication", None, "all-reduce"),
+    ("%all_gather%", "communication", None, "all-gather"),
+    ("%allgather%", "communication", None, "all-gather"),
+    ("%reduce_scatter%", "communication", None, "reduce-scatter"),
+    ("%alltoall%", "communication", None, "all-to-all"),
+    ("%all_to_all%", "communication", None, "all-to-all"),
+]
+
+_NV = "https://www.nvidia.com/en-us/data-center/"
+_AMD = "https://www.amd.com/en/products/accelerators/instinct/"
+# Peak dense throughput (without 2:4 sparsity, which the spec pages quote alongside at twice the
+# figure) and memory bandwidth: (device, deviceProperties name pattern, SM/CU count or None,
+# fp32, tf32, bf16, fp16, fp8 TFLOP/s, TB/s, source). MI250X and MI250 appear as one device per die:
+# half the card's figures; MI210 is one die of the same kind, so it shares MI250's row.
+DEVICE_PEAKS: list[tuple] = [
+    ("H100 SXM", "%H100%HBM3%", None, 67.0, 494.7, 989.4, 989.4, 1978.9, 3.35, _NV + "h100/"),
+    ("H100 SXM", "%H100%SXM%", None, 67.0, 494.7, 989.4, 989.4, 1978.9, 3.35, _NV + "h100/"),
+    ("H100 PCIe", "%H100%PCIe%", None, 51.0, 378.0, 756.0, 756.0, 1513.0, 2.0, _NV + "h100/"),
+    ("H200", "%H200", None, 67.0, 494.7, 989.4, 989.4, 1978.9, 4.8, _NV + "h200/"),
+    ("V100 SXM2", "%V100%SXM2%", None, 15.7, None, None, 125.0, None, 0.9, _NV + "v100/"),
+    ("V100 PCIe", "%V100%PCIE%", None, 14.0, None, None, 112.0, None, 0.9, _NV + "v100/"),
+    ("A100 40GB", "%A100%40GB%", None, 19.5, 156.0, 312.0, 312.0, None, 1.555, _NV + "a100/"),
+    ("A100 80GB SXM", "%A100%SXM%80GB%", None, 19.5, 156.0, 312.0, 312.0, None, 2.039, _NV + "a100/"),
+    ("A100 80GB PCIe", "%A100%80GB%PCIe%", None, 19.5, 156.0, 312.0, 312.0, None, 1.935, _NV + "a100/"),
+    ("L4", "NVIDIA L4", None, 30.3, 60.0, 121.0, 121.0, 242.0, 0.3, _NV + "l4/"),
+    ("B200", "%B200%", None, 80.0, 1100.0, 2250.0, 2250.0, 4500.0, 8.0, _NV + "dgx-b200/"),
+    ("MI250X (one die)", "%MI250X%", 110, 47.85, None, 191.5, 191.5, None, 1.6384, _AMD + "mi200/mi250x.html"),
+    ("MI250X (one die)", "AMD Radeon Graphics", 110, 47.85, None, 191.5, 191.5, None, 1.6384, _AMD + "mi200/mi250x.html"),
+    ("MI250 (one die) / MI210", "%MI250%", 104, 45.25, None, 181.0, 181.0, None, 1.6384, _AMD + "mi200/mi210.html"),
+    ("MI250 (one die) / MI210", "%MI210%", None, 45.25, None, 181.0, 181.0, None, 1.6384, _AMD + "mi200/mi210.html"),
+    ("MI250 (one die) / MI210", "AMD Radeon Graphics", 104, 45.25, None, 181.0, 181.0, None, 1.6384, _AMD + "mi200/mi210.html"),
+    ("MI300X", "%MI300X%", None, 163.4, 653.7, 1307.4, 1307.4, 2614.9, 5.3, _AMD + "mi300/mi300x.html"),
+    ("MI325X", "%MI325X%", None, 163.4, 653.7, 1307.4, 1307.4, 2614.9, 6.0, _AMD + "mi300/mi325x.html"),
+]
+
+
 def dtype_rows() -> dict[str, list]:
     """One row per Kineto type name, plus ScalarType codes that no type name maps to (by column)."""
     code_of = {name: code for code, (name, _size) in SCALAR_TYPE_CODES.items()}
@@ -228,4 +336,11 @@ def tables() -> dict[str, dict[str, list]]:
         "copy_ops": {"name": list(ops[0]), "source_input": list(ops[1]), "dest_input": list(ops[2]),
                      "dtype_input": list(ops[3]), "has_dtype_arg": list(ops[4]), "always_copies": list(ops[5]),
                      "writes_whole_dest": list(ops[6])},
+        "op_categories": _columns(OP_CATEGORIES, ["pattern", "category", "model", "note"]),
+        "device_peaks": _columns(DEVICE_PEAKS, ["device", "name_pattern", "num_sms", "fp32_tflops", "tf32_tflops",
+                                                "bf16_tflops", "fp16_tflops", "fp8_tflops", "memory_tbps", "source"]),
     }
+
+
+def _columns(rows: list[tuple], names: list[str]) -> dict[str, list]:
+    return {name: [r[i] for r in rows] for i, name in enumerate(names)}

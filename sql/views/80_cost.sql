@@ -1,0 +1,479 @@
+-- The cost of an op: FLOPs and minimum bytes moved, from its input dims, dtypes and `Concrete
+-- Inputs`, against its GPU time; and the peak throughput of the device that ran it. Each formula is
+-- a macro below with its source. Integer math is done in HUGEINT so that a huge product cannot
+-- overflow a query; a division never divides by zero (nullif).
+
+-- Number of elements of a dims list (1 for [], the dims of a 0-dim tensor), as HUGEINT.
+CREATE OR REPLACE MACRO dims_numel(d) AS list_reduce(list_transform(d, lambda x: x::HUGEINT), lambda a, b: a * b, 1::HUGEINT);
+
+-- Shape of the result of an elementwise op on tensors of dims a and b, by broadcasting: dims are
+-- aligned from the right and a dim of 1 stretches to the other's (PyTorch docs, "Broadcasting
+-- semantics", https://pytorch.org/docs/stable/notes/broadcasting.html).
+CREATE OR REPLACE MACRO broadcast_dims(a, b) AS list_transform(range(1, greatest(len(a), len(b)) + 1), lambda i:
+  CASE WHEN i + len(a) - greatest(len(a), len(b)) < 1 THEN b[i + len(b) - greatest(len(a), len(b))]
+       WHEN i + len(b) - greatest(len(a), len(b)) < 1 THEN a[i + len(a) - greatest(len(a), len(b))]
+       WHEN a[i + len(a) - greatest(len(a), len(b))] = 1 THEN b[i + len(b) - greatest(len(a), len(b))]
+       ELSE a[i + len(a) - greatest(len(a), len(b))] END);
+
+-- The integers of a `Concrete Inputs` entry: '[1, 1]' -> [1, 1], '2' -> [2]; NULL for anything else.
+CREATE OR REPLACE MACRO concrete_ints(c) AS coalesce(TRY_CAST(c AS BIGINT[]),
+  CASE WHEN TRY_CAST(c AS BIGINT) IS NOT NULL THEN [TRY_CAST(c AS BIGINT)] END);
+
+-- A boolean `Concrete Inputs` entry ('True', 'False', '1', '0'); NULL when not recorded or not a boolean.
+CREATE OR REPLACE MACRO concrete_bool(c) AS CASE lower(trim(c)) WHEN 'true' THEN true WHEN 'false' THEN false
+  WHEN '1' THEN true WHEN '0' THEN false END;
+
+-- The i-th entry of a conv parameter list given for every spatial dim or once for all (stride=[2] or [2, 2]).
+CREATE OR REPLACE MACRO conv_param(l, i) AS CASE WHEN len(l) = 1 THEN l[1] ELSE l[i] END;
+
+-- FLOPs of `batch` matrix products [m, k] x [k, n]: 2*m*k*n each (a multiply and an add per term),
+-- plus m*n for a bias added to each result. Sources: torch.utils.flop_counter (mm_flop, bmm_flop,
+-- addmm_flop), TraceLens PerfModel GEMM.flops_func (which adds the bias the same way).
+CREATE OR REPLACE MACRO gemm_flops(batch, m, k, n, has_bias) AS
+  2 * batch * m * k * n + CASE WHEN has_bias THEN batch * m * n ELSE 0 END;
+
+-- Output length of a convolution along one spatial dim: floor((x + 2p - d(k-1) - 1) / s) + 1
+-- (PyTorch docs, torch.nn.Conv1d/2d/3d, "Shape").
+CREATE OR REPLACE MACRO conv_out_len(x, k, s, p, d) AS (x + 2 * p - d * (k - 1) - 1) // nullif(s, 0) + 1;
+
+-- Output length of a transposed convolution along one spatial dim: (x-1)s - 2p + d(k-1) + output_padding + 1
+-- (PyTorch docs, torch.nn.ConvTranspose1d/2d/3d, "Shape").
+CREATE OR REPLACE MACRO conv_transpose_out_len(x, k, s, p, d, op) AS (x - 1) * s - 2 * p + d * (k - 1) + op + 1;
+
+-- FLOPs of a convolution: 2 * batch * prod(weight dims) * prod(spatial dims of the output), for a
+-- transposed one of the input (torch.utils.flop_counter.conv_flop_count); plus one add per output
+-- element for a bias, as for GEMMs.
+CREATE OR REPLACE MACRO conv_flops(n, weight_numel, spatial_numel, out_numel, has_bias) AS
+  2 * n * weight_numel * spatial_numel + CASE WHEN has_bias THEN out_numel ELSE 0 END;
+
+-- FLOPs of attention softmax(Q K^T) V over bh (batch x query heads) rows: 2*Sq*Sk*Dqk for Q K^T
+-- and 2*Sq*Sk*Dv for P V, i.e. 4*B*H*Sq*Sk*D when Dqk = Dv; a causal mask halves it (FlashAttention's
+-- benchmark_flash_attention.py flops(), TraceLens SDPA.flops_func, torch.utils.flop_counter
+-- sdpa_flop_count; softmax left out, as in all three). NULL when causal is unknown, and for a causal
+-- mask with Sq <> Sk, whose share of the square depends on the alignment: no guess.
+CREATE OR REPLACE MACRO attention_flops(bh, sq, sk, dqk, dv, causal) AS
+  CASE WHEN causal IS NULL OR (causal AND sq <> sk) THEN NULL
+       ELSE 2 * bh * sq * sk * (dqk + dv) // CASE WHEN causal THEN 2 ELSE 1 END END;
+
+-- FLOPs per element of the normalisations: statistics (layer, group and training batch norm:
+-- sum and sum of squares, 3; RMS norm: sum of squares, 2), normalising ((x - mean) * rstd, 2; RMS:
+-- x * rstd, 1), and one each for a weight and a bias; vLLM's fused_add_rms_norm adds the residual
+-- first (1). Eval-mode batch norm only normalises. Counted here, per element, from the definitions
+-- in the PyTorch docs (torch.nn.LayerNorm, RMSNorm, BatchNorm2d, GroupNorm).
+CREATE OR REPLACE MACRO norm_flops(numel, stats, normalise, has_weight, has_bias) AS
+  numel * (stats + normalise + CASE WHEN has_weight THEN 1 ELSE 0 END + CASE WHEN has_bias THEN 1 ELSE 0 END);
+
+-- FLOPs of softmax and log_softmax: 5 per element (max, subtract, exp, sum, divide or log).
+CREATE OR REPLACE MACRO softmax_flops(numel) AS 5 * numel;
+
+-- Rank of a dtype's kind in type promotion (bool < integer < floating < complex: PyTorch docs,
+-- "Type promotion" in torch.result_type), for the result dtype of a binary elementwise op.
+CREATE OR REPLACE MACRO dtype_kind_rank(dtype) AS CASE WHEN dtype = 'bool' THEN 0
+  WHEN dtype LIKE 'complex%' THEN 3 WHEN dtype LIKE '%float%' OR dtype = 'half' THEN 2 ELSE 1 END;
+
+-- Which formula applies to an op, and its category. Exact names (rows without '%') pick the
+-- formula (`model`) and the category; LIKE patterns (rows with '%') give a category only, the most
+-- specific (longest) matching pattern winning. Ops matching no row are 'other'. The rows come from
+-- traceduck's Python vocabulary; a session can add its own (`INSERT INTO op_categories VALUES
+-- ('mylib::gelu', 'elementwise', 'unary', 'my op')`): an exact name with a model gets that formula when
+-- its inputs are laid out as the model expects (see `op_cost`).
+CREATE TABLE IF NOT EXISTS op_categories (
+  -- Op name (exact) or a LIKE pattern with '%' (e.g. 'c10d::%').
+  pattern VARCHAR,
+  -- GEMM, convolution, attention, elementwise, normalisation, reduction, communication, copy or other.
+  category VARCHAR,
+  -- Formula of `op_cost` for this exact name: gemm, conv, attention, layer_norm, rms_norm, batch_norm, group_norm, softmax, unary, binary, reduction, embedding, gather, copy; NULL for none (and for patterns).
+  model VARCHAR,
+  -- What the row is about.
+  note VARCHAR
+);
+
+-- Peak dense throughput of GPUs by name as the trace's deviceProperties spell it (the figures
+-- without 2:4 sparsity), from the vendors' public spec pages (`source`). One row per spelling; a row
+-- with num_sms matches only devices with that many SMs / CUs (AMD's driver names some parts
+-- 'AMD Radeon Graphics', told apart by their CUs). AMD's MI250X and MI250 show each of their two
+-- dies as one device: their rows hold one die's half of the card's figures. The rows come from
+-- traceduck's Python vocabulary; a session can add its own.
+CREATE TABLE IF NOT EXISTS device_peaks (
+  -- The device, e.g. 'H100 SXM'.
+  device VARCHAR,
+  -- Case-insensitive LIKE pattern on deviceProperties' name, e.g. '%H100%HBM3%'.
+  name_pattern VARCHAR,
+  -- Match only devices with this many SMs (NVIDIA) or CUs (AMD), NULL for any.
+  num_sms INTEGER,
+  -- Peak dense FP32 TFLOP/s (matrix units where they run FP32, else vector).
+  fp32_tflops DOUBLE,
+  -- Peak dense TF32 TFLOP/s, NULL where the device has none.
+  tf32_tflops DOUBLE,
+  -- Peak dense BF16 TFLOP/s.
+  bf16_tflops DOUBLE,
+  -- Peak dense FP16 TFLOP/s.
+  fp16_tflops DOUBLE,
+  -- Peak dense FP8 TFLOP/s, NULL where the device has none.
+  fp8_tflops DOUBLE,
+  -- Peak memory bandwidth, TB/s.
+  memory_tbps DOUBLE,
+  -- Public page the figures come from.
+  source VARCHAR
+);
+
+-- The device of each run and its peaks: deviceProperties' first GPU (its name and SM count) matched
+-- against `device_peaks` (a row with num_sms before one without, then the longest pattern). Runs
+-- without deviceProperties, or with a device no row matches, have NULL peaks.
+-- @column run_id VARCHAR The run.
+-- @column device_name VARCHAR The first GPU's name in deviceProperties, NULL when the trace has none.
+-- @column num_sms INTEGER Its SM (NVIDIA) or CU (AMD) count.
+-- @column device VARCHAR The matched `device_peaks` device, NULL when none matches.
+-- @column fp32_tflops DOUBLE Peak dense FP32 TFLOP/s.
+-- @column tf32_tflops DOUBLE Peak dense TF32 TFLOP/s.
+-- @column bf16_tflops DOUBLE Peak dense BF16 TFLOP/s.
+-- @column fp16_tflops DOUBLE Peak dense FP16 TFLOP/s.
+-- @column fp8_tflops DOUBLE Peak dense FP8 TFLOP/s.
+-- @column memory_tbps DOUBLE Peak memory bandwidth, TB/s.
+-- @column source VARCHAR Where the peaks come from.
+CREATE OR REPLACE VIEW run_devices AS
+WITH d AS (
+  SELECT run_id, json_extract_string(device_properties, '$[0].name') AS device_name,
+         TRY_CAST(json_extract(device_properties, '$[0].numSms') AS INTEGER) AS num_sms
+  FROM runs
+)
+SELECT d.run_id, d.device_name, d.num_sms, m.p.device, m.p.fp32_tflops, m.p.tf32_tflops, m.p.bf16_tflops,
+       m.p.fp16_tflops, m.p.fp8_tflops, m.p.memory_tbps, m.p.source
+FROM d LEFT JOIN (
+  SELECT d.run_id, arg_max(p, [(p.num_sms IS NOT NULL)::INTEGER, length(p.name_pattern)]) AS p
+  FROM d JOIN device_peaks p ON d.device_name ILIKE p.name_pattern AND (p.num_sms IS NULL OR p.num_sms = d.num_sms)
+  GROUP BY d.run_id
+) m USING (run_id);
+
+-- The peak TFLOP/s of a `run_devices` row for an op's dtype: float32 -> FP32 (an fp32 GEMM may run
+-- on TF32 units when torch allows it; the trace does not say), bfloat16 -> BF16, float16 -> FP16,
+-- float8 types -> FP8; NULL for other dtypes.
+CREATE OR REPLACE MACRO peak_tflops_for(dtype, fp32_tflops, bf16_tflops, fp16_tflops, fp8_tflops) AS CASE
+  WHEN dtype = 'float32' THEN fp32_tflops WHEN dtype = 'bfloat16' THEN bf16_tflops
+  WHEN dtype = 'float16' THEN fp16_tflops WHEN dtype LIKE 'float8%' THEN fp8_tflops END;
+
+-- The category and cost formula of every CPU op name in the runs, from `op_categories`: the row
+-- of the exact name, else the longest LIKE pattern that matches (category only), else 'other'.
+-- @column name VARCHAR Op name.
+-- @column category VARCHAR GEMM, convolution, attention, elementwise, normalisation, reduction, communication, copy or other.
+-- @column model VARCHAR Cost formula of op_cost for the name, NULL when none.
+CREATE OR REPLACE VIEW op_name_categories AS
+WITH names AS (
+  SELECT DISTINCT name FROM events WHERE is_cpu_op
+), by_pattern AS (
+  SELECT n.name, arg_max(c.category, length(c.pattern)) AS category
+  FROM names n JOIN op_categories c ON contains(c.pattern, '%') AND n.name LIKE c.pattern
+  GROUP BY n.name
+)
+SELECT n.name, coalesce(e.category, p.category, 'other') AS category, e.model
+FROM names n
+LEFT JOIN (SELECT * FROM op_categories WHERE NOT contains(pattern, '%')) e ON e.pattern = n.name
+LEFT JOIN by_pattern p ON p.name = n.name;
+
+-- One row per CPU op that recorded shapes, with its FLOPs and the minimum bytes its math reads and
+-- writes (each tensor input read once, each output written once), from its dims, dtypes and
+-- `Concrete Inputs`, and its GPU time. The formula (`model`) is chosen by the op's exact name in
+-- `op_categories`; flops is NULL when no formula applies or an input it needs is missing (never a
+-- guess); bytes-only formulas (copies, embedding, index_select) have flops 0. Formulas by model:
+-- gemm (mm, addmm, bmm, baddbmm, matmul with broadcast batch dims, linear, _scaled_mm: gemm_flops;
+-- bytes A + B + bias + output), conv (conv1d/2d/3d, conv_transpose1d/2d/3d, convolution,
+-- _convolution, with stride/padding/dilation/groups/output_padding from Concrete Inputs:
+-- conv_flops), attention (scaled_dot_product_attention, the flash/efficient/cuDNN SDPA ops,
+-- _flash_attention_forward, _efficient_attention_forward, flash_attn::_flash_attn_forward:
+-- attention_flops; varlen and sliding-window calls are not modelled; bytes Q + K + V + mask + output),
+-- layer_norm / rms_norm / batch_norm / group_norm (norm_flops; bytes inputs + output), softmax
+-- (softmax_flops), unary (1 FLOP per element; bytes in + out), binary (1 FLOP per element of the
+-- broadcast result; comparisons write bool; in-place ops write their first input), reduction (1 FLOP
+-- per input element; output from the dims reduced), embedding and gather (index_select: indices +
+-- rows read + rows written), copy (bytes of `tensor_copies`). gpu_dur_ns sums the kernels,
+-- device-to-device copies and sets launched from inside the op's subtree (the op and every op nested
+-- in it), so `aten::linear` gets the time of the GEMM its `aten::addmm` launched; copies to or from
+-- the host or another device are left out (the link bounds them, not the GPU's memory). Nested ops are all listed: sum rows with
+-- is_counted (the outermost op with a cost on its thread; its formula covers the ops inside it) to
+-- count each GEMM once.
+-- @column run_id VARCHAR Run of the op.
+-- @column event_id BIGINT The op event.
+-- @column op_name VARCHAR Op name, e.g. aten::addmm.
+-- @column category VARCHAR GEMM, convolution, attention, elementwise, normalisation, reduction, communication, copy or other (from op_categories).
+-- @column model VARCHAR Formula used (gemm, conv, attention, layer_norm, rms_norm, batch_norm, group_norm, softmax, unary, binary, reduction, embedding, gather, copy), NULL when none applies.
+-- @column input_dims VARCHAR Dims of every input, as in top-ops.
+-- @column dtype VARCHAR Dtype the math runs in: the first matrix's (GEMM), the input's (others), the source's (copies).
+-- @column flops BIGINT Floating-point operations of one call; NULL when no formula applies or an input it needs is missing; 0 for bytes-only formulas.
+-- @column bytes BIGINT Minimum bytes read and written by the op's math; NULL when unknown.
+-- @column gpu_dur_ns BIGINT GPU time of the kernels, device-to-device memcpys and memsets launched from inside the op's subtree, ns; NULL when none.
+-- @column tflops_per_s DOUBLE Achieved TFLOP/s: flops / gpu_dur_ns / 1000.
+-- @column tb_per_s DOUBLE Achieved TB/s: bytes / gpu_dur_ns / 1000.
+-- @column intensity DOUBLE Arithmetic intensity, FLOPs per byte.
+-- @column is_counted BOOLEAN True for the outermost op with a cost (flops or bytes) on its thread: sum these to count nested ops once.
+-- @column parent_op_id BIGINT Innermost enclosing CPU op.
+-- @column call_site VARCHAR Innermost user frame of the op's Python stack.
+-- @column step BIGINT Profiler step whose window contains the op.
+CREATE OR REPLACE VIEW op_cost AS
+WITH RECURSIVE ops AS MATERIALIZED (
+  SELECT o.run_id, o.event_id, o.name, o.parent_op_id, o.call_site, o.step,
+         list({'dims': s.dims, 'dtype': s.dtype, 'numel': s.numel::HUGEINT, 'eb': s.elem_bytes,
+               'bytes': s.bytes::HUGEINT, 'c': s.concrete} ORDER BY s.input_index) AS ins,
+         list(s.dims ORDER BY s.input_index)::VARCHAR AS input_dims,
+         sum(s.bytes)::HUGEINT AS in_bytes
+  FROM cpu_ops o JOIN shapes s ON s.run_id = o.run_id AND s.event_id = o.event_id AND s.member_index IS NULL
+  GROUP BY o.run_id, o.event_id, o.name, o.parent_op_id, o.call_site, o.step
+), m AS MATERIALIZED (
+  SELECT o.*, coalesce(n.category, 'other') AS category, n.model FROM ops o LEFT JOIN op_name_categories n USING (name)
+), codes AS (
+  SELECT DISTINCT scalar_type, torch_name, elem_bytes FROM dtypes WHERE scalar_type IS NOT NULL
+),
+-- GEMM family: the matrices A [.., m, k] and B [k, n] (linear's weight is [n, k]), a bias
+gemm_in AS (
+  SELECT run_id, event_id, name, ins,
+         CASE WHEN name IN ('aten::addmm', 'aten::baddbmm') THEN ins[2] ELSE ins[1] END AS a,
+         CASE WHEN name IN ('aten::addmm', 'aten::baddbmm') THEN ins[3] ELSE ins[2] END AS b,
+         CASE WHEN name IN ('aten::addmm', 'aten::baddbmm') THEN ins[1] WHEN name = 'aten::linear' THEN ins[3]
+              WHEN name = 'aten::_scaled_mm' THEN ins[5] END AS bias
+  FROM m WHERE model = 'gemm'
+), gemm_mkn AS (
+  SELECT g.*, len(a.dims) AS la, len(b.dims) AS lb,
+         CASE WHEN name = 'aten::linear' THEN a.dims[len(a.dims)] WHEN len(a.dims) = 0 THEN NULL
+              ELSE a.dims[len(a.dims)] END AS k,
+         CASE WHEN name = 'aten::linear' THEN (CASE WHEN len(b.dims) = 2 THEN b.dims[2] END)
+              WHEN len(b.dims) = 1 THEN b.dims[1] WHEN len(b.dims) >= 2 THEN b.dims[len(b.dims) - 1] END AS kb,
+         CASE WHEN name = 'aten::linear' THEN a.numel // nullif(a.dims[len(a.dims)], 0)
+              WHEN len(a.dims) = 1 THEN 1 ELSE a.dims[len(a.dims) - 1] END AS m_,
+         CASE WHEN name = 'aten::linear' THEN (CASE WHEN len(b.dims) = 2 THEN b.dims[1] END)
+              WHEN len(b.dims) = 1 THEN 1 ELSE b.dims[len(b.dims)] END AS n_,
+         CASE WHEN name = 'aten::linear' THEN 1::HUGEINT
+              ELSE dims_numel(broadcast_dims(CASE WHEN len(a.dims) > 2 THEN a.dims[1:len(a.dims) - 2] ELSE [] END,
+                                             CASE WHEN len(b.dims) > 2 THEN b.dims[1:len(b.dims) - 2] ELSE [] END)) END AS batch,
+         CASE WHEN name IN ('aten::mm', 'aten::addmm', 'aten::_scaled_mm') THEN len(a.dims) = 2 AND len(b.dims) = 2
+              WHEN name IN ('aten::bmm', 'aten::baddbmm') THEN len(a.dims) = 3 AND len(b.dims) = 3 AND a.dims[1] = b.dims[1]
+              WHEN name = 'aten::linear' THEN len(a.dims) >= 1 AND len(b.dims) = 2
+              ELSE len(a.dims) >= 1 AND len(b.dims) >= 1 END AS fits,
+         bias.dtype IS NOT NULL AS has_bias,
+         coalesce(CASE WHEN name = 'aten::_scaled_mm' THEN (SELECT c.elem_bytes FROM codes c WHERE c.scalar_type = TRY_CAST(ins[7].c AS INTEGER)) END,
+                  a.eb) AS out_eb
+  FROM gemm_in g
+), gemm AS (
+  SELECT run_id, event_id, 'gemm' AS model, a.dtype,
+         CASE WHEN fits AND k = kb AND a.dtype IS NOT NULL THEN gemm_flops(batch, m_, k, n_, has_bias) END AS flops,
+         CASE WHEN fits AND k = kb THEN a.bytes + b.bytes + CASE WHEN has_bias THEN bias.bytes ELSE 0 END + batch * m_ * n_ * out_eb END AS bytes
+  FROM gemm_mkn
+),
+-- convolutions: input [n, c, spatial..] (or unbatched [c, spatial..]), weight [c_out, c_in/groups, k..]
+-- (transposed: [c_in, c_out/groups, k..]), bias, and the parameters by position in each signature
+conv_in AS (
+  SELECT run_id, event_id, name, ins[1] AS x, ins[2] AS w, ins[3] AS bias,
+         ins[4].c AS stride_c, ins[5].c AS pad_c,
+         CASE WHEN name LIKE 'aten::conv_transpose%' THEN ins[8].c ELSE ins[6].c END AS dil_c,
+         CASE WHEN name LIKE 'aten::conv_transpose%' THEN true WHEN name LIKE 'aten::conv_d' THEN false
+              ELSE concrete_bool(ins[7].c) END AS transposed,
+         CASE WHEN name LIKE 'aten::conv_transpose%' THEN ins[6].c WHEN name LIKE 'aten::conv_d' THEN '[0]'
+              ELSE ins[8].c END AS outpad_c,
+         CASE WHEN name LIKE 'aten::conv%d' THEN ins[7].c ELSE ins[9].c END AS groups_c
+  FROM m WHERE model = 'conv'
+), conv_p AS (
+  SELECT *, len(w.dims) - 2 AS nd, len(x.dims) = len(w.dims) AS batched,
+         concrete_ints(stride_c) AS s, concrete_ints(dil_c) AS d, concrete_ints(outpad_c) AS op,
+         CASE WHEN pad_c ILIKE '%valid%' THEN [0] ELSE concrete_ints(pad_c) END AS p,
+         pad_c ILIKE '%same%' AS is_same, TRY_CAST(groups_c AS BIGINT) AS groups
+  FROM conv_in
+), conv_o AS (
+  SELECT *, CASE WHEN batched THEN x.dims[1] ELSE 1 END AS n,
+         x.dims[len(x.dims) - nd + 1:len(x.dims)] AS xs,
+         list_transform(range(1, nd + 1), lambda i: CASE
+           WHEN transposed THEN conv_transpose_out_len(x.dims[len(x.dims) - nd + i], w.dims[2 + i], conv_param(s, i),
+                                                       conv_param(p, i), conv_param(d, i), conv_param(op, i))
+           WHEN is_same THEN x.dims[len(x.dims) - nd + i]
+           ELSE conv_out_len(x.dims[len(x.dims) - nd + i], w.dims[2 + i], conv_param(s, i), conv_param(p, i), conv_param(d, i)) END) AS os,
+         CASE WHEN transposed THEN w.dims[2] * TRY_CAST(groups_c AS BIGINT) ELSE w.dims[1] END AS c_out
+  FROM conv_p
+  WHERE nd >= 1 AND (batched OR len(x.dims) = nd + 1)
+), conv AS (
+  SELECT run_id, event_id, 'conv' AS model, x.dtype,
+         conv_flops(n, w.numel, dims_numel(CASE WHEN transposed THEN xs ELSE os END), n * c_out * dims_numel(os),
+                    bias.dtype IS NOT NULL)::HUGEINT AS flops,
+         x.bytes + w.bytes + coalesce(bias.bytes, 0) + n * c_out * dims_numel(os) * x.eb AS bytes
+  FROM conv_o
+  WHERE transposed IS NOT NULL AND groups IS NOT NULL AND s IS NOT NULL AND d IS NOT NULL
+    AND (p IS NOT NULL OR is_same) AND (op IS NOT NULL OR NOT transposed)
+    AND list_bool_and(list_transform(os, lambda v: v > 0))
+),
+-- attention: q, k, v in [.., S, D] (SDPA) or [B, S, H, D] (flash / efficient forward, flash_attn);
+-- the causal flag, a mask or bias, a varlen marker (cu_seqlens given) and flash_attn's window, by position
+attn_in AS (
+  SELECT run_id, event_id, name, ins[1] AS q, ins[2] AS k, ins[3] AS v,
+         name IN ('aten::_flash_attention_forward', 'aten::_efficient_attention_forward', 'flash_attn::_flash_attn_forward') AS is_bshd,
+         CASE name WHEN 'aten::scaled_dot_product_attention' THEN concrete_bool(ins[6].c)
+                   WHEN 'aten::_scaled_dot_product_flash_attention' THEN concrete_bool(ins[5].c)
+                   WHEN 'aten::_scaled_dot_product_flash_attention_for_cpu' THEN concrete_bool(ins[5].c)
+                   WHEN 'aten::_scaled_dot_product_efficient_attention' THEN concrete_bool(ins[7].c)
+                   WHEN 'aten::_scaled_dot_product_cudnn_attention' THEN concrete_bool(ins[7].c)
+                   WHEN 'aten::_flash_attention_forward' THEN concrete_bool(ins[9].c)
+                   WHEN 'aten::_efficient_attention_forward' THEN TRY_CAST(ins[10].c AS INTEGER) <> 0
+                   WHEN 'flash_attn::_flash_attn_forward' THEN concrete_bool(ins[6].c) END AS causal,
+         CASE name WHEN 'aten::scaled_dot_product_attention' THEN ins[4]
+                   WHEN 'aten::_scaled_dot_product_flash_attention_for_cpu' THEN ins[6]
+                   WHEN 'aten::_scaled_dot_product_efficient_attention' THEN ins[4]
+                   WHEN 'aten::_scaled_dot_product_cudnn_attention' THEN ins[4]
+                   WHEN 'aten::_efficient_attention_forward' THEN ins[4] END AS mask,
+         CASE name WHEN 'aten::_flash_attention_forward' THEN ins[4].dtype IS NOT NULL
+                   WHEN 'aten::_efficient_attention_forward' THEN ins[5].dtype IS NOT NULL ELSE false END AS is_varlen,
+         CASE WHEN name = 'flash_attn::_flash_attn_forward' THEN
+                coalesce(TRY_CAST(ins[7].c AS BIGINT), -1) <> -1 OR coalesce(TRY_CAST(ins[8].c AS BIGINT), -1) <> -1
+              ELSE false END AS is_windowed
+  FROM m WHERE model = 'attention'
+), attn_s AS (
+  SELECT *,
+         CASE WHEN is_bshd THEN q.dims[2] ELSE q.dims[len(q.dims) - 1] END AS sq,
+         CASE WHEN is_bshd THEN k.dims[2] ELSE k.dims[len(k.dims) - 1] END AS sk,
+         q.dims[len(q.dims)] AS dqk, v.dims[len(v.dims)] AS dv
+  FROM attn_in
+  WHERE NOT is_varlen AND NOT is_windowed AND (CASE WHEN is_bshd THEN len(q.dims) = 4 AND len(k.dims) = 4 AND len(v.dims) = 4
+                                                    ELSE len(q.dims) >= 2 AND len(k.dims) >= 2 AND len(v.dims) >= 2 END)
+), attn AS (
+  SELECT run_id, event_id, 'attention' AS model, q.dtype,
+         attention_flops(q.numel // nullif(sq * dqk, 0), sq, sk, dqk, dv, causal) AS flops,
+         q.bytes + k.bytes + v.bytes + CASE WHEN mask.dtype IS NOT NULL THEN mask.bytes ELSE 0 END
+           + q.numel // nullif(dqk, 0) * dv * q.eb AS bytes
+  FROM attn_s
+),
+-- normalisations: the input x, weight and bias by position, and what the op writes
+norm_in AS (
+  SELECT run_id, event_id, name, model, in_bytes,
+         CASE WHEN name = '_C::rms_norm' THEN ins[2] ELSE ins[1] END AS x,
+         CASE WHEN model IN ('batch_norm') OR name = 'aten::native_group_norm' THEN ins[2]
+              WHEN name = '_C::fused_add_rms_norm' OR model IN ('layer_norm', 'rms_norm', 'group_norm') THEN ins[3] END AS w,
+         CASE WHEN model = 'batch_norm' OR name = 'aten::native_group_norm' THEN ins[3]
+              WHEN model IN ('layer_norm', 'group_norm') THEN ins[4] END AS b,
+         CASE WHEN model = 'batch_norm' THEN concrete_bool(ins[6].c) END AS training,
+         CASE name WHEN '_C::rms_norm' THEN 0::HUGEINT WHEN '_C::fused_add_rms_norm' THEN ins[1].bytes + ins[2].bytes
+                   ELSE ins[1].bytes END AS written
+  FROM m WHERE model IN ('layer_norm', 'rms_norm', 'batch_norm', 'group_norm')
+), norm AS (
+  SELECT run_id, event_id, model, x.dtype,
+         CASE WHEN x.dtype IS NULL THEN NULL
+              WHEN model IN ('layer_norm', 'group_norm') THEN norm_flops(x.numel, 3, 2, w.dtype IS NOT NULL, b.dtype IS NOT NULL)
+              WHEN model = 'rms_norm' THEN norm_flops(x.numel, 2 + CASE WHEN name = '_C::fused_add_rms_norm' THEN 1 ELSE 0 END, 1,
+                                                      w.dtype IS NOT NULL, false)
+              WHEN training THEN norm_flops(x.numel, 3, 2, w.dtype IS NOT NULL, b.dtype IS NOT NULL)
+              WHEN NOT training THEN norm_flops(x.numel, 0, 2, w.dtype IS NOT NULL, b.dtype IS NOT NULL) END AS flops,
+         in_bytes + written AS bytes
+  FROM norm_in
+),
+-- softmax and log_softmax: the result takes float32 when half_to_float is set, or the dtype argument
+softmax AS (
+  SELECT run_id, event_id, model, ins[1].dtype AS dtype,
+         CASE WHEN ins[1].dtype IS NOT NULL THEN softmax_flops(ins[1].numel) END AS flops,
+         ins[1].bytes + ins[1].numel * CASE
+           WHEN name IN ('aten::_softmax', 'aten::_log_softmax') THEN
+             CASE WHEN concrete_bool(ins[3].c) THEN 4 WHEN NOT concrete_bool(ins[3].c) OR ins[1].eb = 4 THEN ins[1].eb END
+           ELSE coalesce((SELECT c.elem_bytes FROM codes c WHERE c.scalar_type = TRY_CAST(ins[3].c AS INTEGER)),
+                         CASE WHEN ins[3].c = '' OR ins[1].eb = 4 THEN ins[1].eb END) END AS bytes
+  FROM m WHERE model = 'softmax'
+),
+-- elementwise: unary ops read and write x once; binary ops broadcast their two inputs (a scalar
+-- argument reads nothing), comparisons and logical ops write bool, in-place ops write their first input
+unary AS (
+  SELECT run_id, event_id, model, ins[1].dtype AS dtype,
+         CASE WHEN ins[1].dtype IS NOT NULL THEN ins[1].numel END AS flops, 2 * ins[1].bytes AS bytes
+  FROM m WHERE model = 'unary'
+), bin_in AS (
+  SELECT run_id, event_id, name, ins[1] AS a, ins[2] AS b,
+         name SIMILAR TO 'aten::(eq|ne|lt|le|gt|ge|logical_and|logical_or|logical_xor)' AS is_compare,
+         suffix(name, '_') AS is_inplace,
+         CASE WHEN suffix(name, '_') THEN ins[1].dims ELSE broadcast_dims(ins[1].dims, coalesce(ins[2].dims, [])) END AS out_dims
+  FROM m WHERE model = 'binary'
+), bin AS (
+  SELECT run_id, event_id, 'binary' AS model, a.dtype,
+         CASE WHEN a.dtype IS NOT NULL THEN dims_numel(out_dims) END AS flops,
+         a.bytes + coalesce(b.bytes, 0) + dims_numel(out_dims) * CASE
+           WHEN is_compare THEN 1 WHEN is_inplace OR b.dtype IS NULL THEN a.eb
+           WHEN len(b.dims) = 0 AND len(a.dims) > 0 AND dtype_kind_rank(b.dtype) <= dtype_kind_rank(a.dtype) THEN a.eb
+           WHEN len(a.dims) = 0 AND len(b.dims) > 0 AND dtype_kind_rank(a.dtype) <= dtype_kind_rank(b.dtype) THEN b.eb
+           WHEN dtype_kind_rank(a.dtype) <> dtype_kind_rank(b.dtype) THEN
+             CASE WHEN dtype_kind_rank(a.dtype) > dtype_kind_rank(b.dtype) THEN a.eb ELSE b.eb END
+           ELSE greatest(a.eb, b.eb) END AS bytes
+  FROM bin_in WHERE a.dtype IS NOT NULL
+),
+-- reductions: the dims reduced come from the dim argument ('' or [] = every dim; overloads without
+-- one reduce everything); max/min with a second tensor are elementwise, not reductions
+red_in AS (
+  SELECT run_id, event_id, name, ins[1] AS x,
+         CASE WHEN len(ins) = 1 OR (name IN ('aten::sum', 'aten::mean', 'aten::prod') AND len(ins) = 2) THEN ''
+              WHEN name IN ('aten::norm', 'aten::linalg_vector_norm') THEN ins[3].c ELSE ins[2].c END AS dim_c,
+         CASE WHEN name IN ('aten::argmax', 'aten::argmin') THEN 8 WHEN name IN ('aten::all', 'aten::any') THEN 1
+              ELSE ins[1].eb END AS out_eb
+  FROM m WHERE model = 'reduction' AND NOT (name IN ('aten::max', 'aten::min') AND ins[2].dtype IS NOT NULL)
+), red_d AS (
+  SELECT *, CASE WHEN trim(dim_c) IN ('', '[]') OR len(x.dims) = 0 THEN x.dims
+                 ELSE list_transform(concrete_ints(dim_c), lambda i: x.dims[CASE WHEN i < 0 THEN i + len(x.dims) + 1 ELSE i + 1 END]) END AS reduced
+  FROM red_in
+), red AS (
+  SELECT run_id, event_id, 'reduction' AS model, x.dtype,
+         CASE WHEN x.dtype IS NOT NULL THEN x.numel END AS flops,
+         x.bytes + x.numel // nullif(dims_numel(reduced), 0) * out_eb AS bytes
+  FROM red_d
+),
+-- gathers, bytes only: the indices, and the rows read and written
+gather AS (
+  SELECT run_id, event_id, model, CASE WHEN model = 'embedding' THEN ins[1].dtype ELSE ins[1].dtype END AS dtype,
+         0::HUGEINT AS flops,
+         CASE WHEN model = 'embedding' AND len(ins[1].dims) = 2 THEN ins[2].bytes + 2 * ins[2].numel * ins[1].dims[2] * ins[1].eb
+              WHEN model = 'gather' AND TRY_CAST(ins[2].c AS BIGINT) IS NOT NULL THEN
+                ins[3].bytes + 2 * (ins[1].numel // nullif(ins[1].dims[(TRY_CAST(ins[2].c AS BIGINT) + len(ins[1].dims)) % greatest(len(ins[1].dims), 1) + 1], 0))
+                                 * ins[3].numel * ins[1].eb END AS bytes
+  FROM m WHERE model IN ('embedding', 'gather')
+),
+-- copies: what `tensor_copies` says each moves
+copies AS (
+  SELECT t.run_id, t.event_id, 'copy' AS model, t.src_dtype AS dtype, 0::HUGEINT AS flops, t.bytes::HUGEINT AS bytes
+  FROM tensor_copies t
+  WHERE EXISTS (SELECT 1 FROM m WHERE m.run_id = t.run_id AND m.event_id = t.event_id AND m.model = 'copy')
+), costs AS MATERIALIZED (
+  SELECT run_id, event_id, model, dtype, flops::HUGEINT AS flops, bytes::HUGEINT AS bytes FROM gemm
+  UNION ALL BY NAME SELECT * FROM conv UNION ALL BY NAME SELECT * FROM attn UNION ALL BY NAME SELECT * FROM norm
+  UNION ALL BY NAME SELECT * FROM softmax UNION ALL BY NAME SELECT * FROM unary UNION ALL BY NAME SELECT * FROM bin
+  UNION ALL BY NAME SELECT * FROM red UNION ALL BY NAME SELECT * FROM gather UNION ALL BY NAME SELECT * FROM copies
+),
+-- GPU time of each op's subtree: work launched by an op counts for it and every op around it.
+-- Copies between host and device or between devices are left out: the link bounds them, not the
+-- GPU's memory, so they have no place on its roofline
+direct AS (
+  SELECT run_id, op_event_id AS event_id, sum(dur_ns) AS dur_ns
+  FROM device_work(['kernel', 'memcpy', 'memset'])
+  WHERE op_event_id IS NOT NULL AND (work_kind <> 'memcpy' OR name LIKE 'Memcpy DtoD%')
+  GROUP BY ALL
+), tree AS MATERIALIZED (
+  SELECT run_id, event_id, parent_op_id FROM events WHERE is_cpu_op
+), up(run_id, event_id, anc_id) AS (
+  SELECT run_id, event_id, event_id FROM direct
+  UNION ALL
+  SELECT u.run_id, u.event_id, t.parent_op_id FROM up u JOIN tree t ON t.run_id = u.run_id AND t.event_id = u.anc_id
+  WHERE t.parent_op_id IS NOT NULL
+), subtree_gpu AS (
+  SELECT u.run_id, u.anc_id AS event_id, sum(d.dur_ns) AS gpu_dur_ns
+  FROM up u JOIN direct d USING (run_id, event_id) GROUP BY ALL
+),
+-- ops with a cost that another op with a cost encloses (not counted)
+costed AS MATERIALIZED (
+  SELECT c.run_id, c.event_id, o.parent_op_id FROM costs c JOIN ops o USING (run_id, event_id)
+  WHERE c.flops IS NOT NULL OR c.bytes IS NOT NULL
+), anc(run_id, event_id, anc_id) AS (
+  SELECT run_id, event_id, parent_op_id FROM costed WHERE parent_op_id IS NOT NULL
+  UNION ALL
+  SELECT a.run_id, a.event_id, t.parent_op_id FROM anc a JOIN tree t ON t.run_id = a.run_id AND t.event_id = a.anc_id
+  WHERE t.parent_op_id IS NOT NULL
+), enclosed AS (
+  SELECT DISTINCT a.run_id, a.event_id FROM anc a JOIN costed c ON c.run_id = a.run_id AND c.event_id = a.anc_id
+)
+SELECT o.run_id, o.event_id, o.name AS op_name, o.category, c.model, o.input_dims,
+       coalesce(c.dtype, o.ins[1].dtype) AS dtype,
+       TRY_CAST(c.flops AS BIGINT) AS flops, TRY_CAST(c.bytes AS BIGINT) AS bytes,
+       g.gpu_dur_ns::BIGINT AS gpu_dur_ns,
+       c.flops / nullif(g.gpu_dur_ns, 0) / 1e3 AS tflops_per_s,
+       c.bytes / nullif(g.gpu_dur_ns, 0) / 1e3 AS tb_per_s,
+       c.flops / nullif(c.bytes, 0) AS intensity,
+       (c.flops IS NOT NULL OR c.bytes IS NOT NULL) AND e.event_id IS NULL AS is_counted,
+       o.parent_op_id, o.call_site, o.step
+FROM m o
+LEFT JOIN costs c USING (run_id, event_id)
+LEFT JOIN subtree_gpu g USING (run_id, event_id)
+LEFT JOIN enclosed e USING (run_id, event_id);
