@@ -110,3 +110,30 @@ def test_benchmark_smoke(tmp_path):
     text = out.read_text()
     assert "| cpu `cpu-4mb.json` |" in text and "| gpu `gpu-4mb.json` |" in text
     assert text.count("| overview |") == 2
+
+
+@pytest.mark.slow  # 30 s
+def test_job_benchmark_smoke(tmp_path):
+    """bench/jobs.py runs end to end on a 3-rank job, whose ranks make_job.py rewrote: rank and
+    world size in distributedInfo, every timestamp shifted by the rank's offset (checked with json)."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        from make_job import TEMPLATES, offset_us
+    finally:
+        sys.path.pop(0)
+    shared_dir()
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "jobs.py"), "--ranks", "3", "--cache", str(tmp_path)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert len(lines) == 3 and lines[2].startswith("| 3 | ") and lines[0].count("per-run files / packed") == 5
+    templates = [load_json(t, exact=False) for t in TEMPLATES]
+    for r in range(3):
+        written = load_json(tmp_path / "job-3" / f"rank-{r}.json.gz", exact=False)
+        template = templates[r % 2]
+        assert written["distributedInfo"] == dict(template["distributedInfo"], rank=r, world_size=3)
+        assert [e.get("ts") for e in written["traceEvents"]] == [
+            e["ts"] + offset_us(r) if isinstance(e.get("ts"), (int, float)) and e.get("ph") != "M" else e.get("ts")
+            for e in template["traceEvents"]]
+        assert [{k: v for k, v in e.items() if k != "ts"} for e in written["traceEvents"]] == [
+            {k: v for k, v in e.items() if k != "ts"} for e in template["traceEvents"]]  # all else as it was

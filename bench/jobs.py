@@ -1,0 +1,92 @@
+"""How the store grows with the ranks of a job: ingest, size, and command latency at N ranks,
+before and after `traceduck compact`. Prints a markdown table (BENCHMARKS.md, "Many ranks").
+
+    python3 bench/jobs.py --ranks 8 128 1024 [--cache bench/cache/jobs] [--jobs 2]
+
+Jobs are written by bench/make_job.py (HTA's two public ranks, copied to N ranks). Each command is
+a new process with `--format json`, as a script would run it; wall time and peak RSS of the
+process tree. Stores are kept in the cache and reused (the ingest time of the first run is kept
+with them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from make_job import write_job, TEMPLATES  # noqa: E402
+from measure import measure  # noqa: E402
+
+COMMANDS = [["runs"], ["report", "overview"], ["report", "ranks"], ["report", "comm-overlap"],
+            ["report", "top-kernels"]]
+
+
+def traceduck(*args: str) -> list[str]:
+    return [sys.executable, "-m", "traceduck", *args]
+
+
+def prepare(n: int, cache: Path, jobs: int) -> tuple[Path, dict]:
+    traces, store, facts = cache / f"job-{n}", cache / f"store-{n}", cache / f"store-{n}.json"
+    if not facts.exists():
+        write_job(traces, n, TEMPLATES)
+        shutil.rmtree(store, ignore_errors=True)
+        started = time.perf_counter()
+        subprocess.run(traceduck("ingest", str(traces), "--store", str(store), "--jobs", str(jobs), "-q"), check=True)
+        ingest_s = time.perf_counter() - started
+        size = sum(f.stat().st_size for f in (store / "runs").rglob("*") if f.is_file())
+        events = sum(1 for _ in traces.iterdir())
+        facts.write_text(json.dumps({"ingest_s": ingest_s, "store_bytes": size, "files": events}))
+    return store, json.loads(facts.read_text())
+
+
+def latencies(store: Path, repeat: int) -> dict[str, tuple[float, float]]:
+    out = {}
+    for cmd in COMMANDS:
+        runs = [measure(traceduck(*cmd, "--store", str(store), "--format", "json")) for _ in range(repeat)]
+        wall, rss, code = min(runs)
+        if code:
+            raise SystemExit(f"{' '.join(cmd)} failed on {store}")
+        out[" ".join(cmd)] = (wall, rss)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--ranks", type=int, nargs="+", default=[8, 128, 1024])
+    ap.add_argument("--cache", type=Path, default=HERE / "cache" / "jobs")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=1)
+    args = ap.parse_args(argv)
+    args.cache.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for n in args.ranks:
+        store, facts = prepare(n, args.cache, args.jobs)
+        shutil.rmtree(store / "packs", ignore_errors=True)
+        per_run = latencies(store, args.repeat)
+        started = time.perf_counter()
+        subprocess.run(traceduck("compact", "--store", str(store)), check=True, capture_output=True)
+        compact_s = time.perf_counter() - started
+        packed = latencies(store, args.repeat)
+        rows.append((n, facts, compact_s, per_run, packed))
+        print(f"{n} ranks done", file=sys.stderr, flush=True)
+    print("| ranks | ingest (`--jobs %d`) | store | compact | " % args.jobs
+          + " | ".join(f"`{c}` per-run files / packed" for c in per_run) + " |")
+    print("|---" * (4 + len(per_run)) + "|")
+    for n, facts, compact_s, per_run, packed in rows:
+        cells = [f"{per_run[c][0]:.2f} s ({per_run[c][1]:.0f} MB) / {packed[c][0]:.2f} s ({packed[c][1]:.0f} MB)"
+                 for c in per_run]
+        print(f"| {n:,} | {facts['ingest_s']:.1f} s | {facts['store_bytes'] / 1e6:.1f} MB | {compact_s:.1f} s | "
+              + " | ".join(cells) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
