@@ -56,7 +56,7 @@ graph_time AS (
 ), g AS (
   SELECT run_id, source, op_name, input_dims, dtype, category, model, any_value(device_name) AS device_name,
          any_value(device) AS device, any_value(peak_tf) AS peak_tf, any_value(peak_bw) AS peak_bw,
-         sum(calls) AS calls, sum(gpu_dur_ns) AS gpu_ns,
+         sum(calls)::BIGINT AS calls, sum(gpu_dur_ns) AS gpu_ns,
          CASE WHEN count(flops) = count(*) THEN sum(flops) END AS flops,
          CASE WHEN count(bytes) = count(*) THEN sum(bytes) END AS bytes,
          CASE WHEN count(flops) FILTER (WHERE gpu_dur_ns IS NOT NULL) = count(gpu_dur_ns)
