@@ -356,7 +356,16 @@ def test_shared_traces_with_graph_launches(shared_store, rel):
                 [(c, name) for c in sorted(work) for _ts, _s, name in sorted(work[c], key=lambda x: (x[0], x[1]))]
             assert {(r["match"], r["op_name"]) for r in rows} == {("no_capture", None)}
         columns, rows = run_report(scoped, "cuda-graphs", runs=[run_id], params=[f"capture={other}"])
+        roof_columns, roof = run_report(scoped, "roofline", runs=[run_id])
         scoped.close()
+    # roofline: the graph work no op takes is one row, with the note that asks for a capture run
+    (graph_row,) = [r for r in (dict(zip(roof_columns, r)) for r in roof) if r["source"] == "graph"]
+    assert graph_row["op_name"] is None and graph_row["calls"] == len(work)
+    kernels = [e for v in work.values() for e in v]
+    work_us = sum(e["dur"] for e in events if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")
+                  and e.get("args", {}).get("correlation") in graph_corr)
+    assert abs(graph_row["gpu_dur_ns"] - work_us * 1000) <= len(kernels)  # ns rounding per item
+    assert graph_row["note"].startswith("kernels inside CUDA graphs are not attributed to ops: pass --param capture=RUN")
     rows = [dict(zip(columns, r)) for r in rows]
     assert sum(r["kernels"] for r in rows) == sum(len(v) for v in work.values())
     assert sum(r["launches"] for r in rows) == len(graph_corr)
