@@ -356,7 +356,16 @@ def test_shared_traces_with_graph_launches(shared_store, rel):
                 [(c, name) for c in sorted(work) for _ts, _s, name in sorted(work[c], key=lambda x: (x[0], x[1]))]
             assert {(r["match"], r["op_name"]) for r in rows} == {("no_capture", None)}
         columns, rows = run_report(scoped, "cuda-graphs", runs=[run_id], params=[f"capture={other}"])
+        roof_columns, roof = run_report(scoped, "roofline", runs=[run_id])
         scoped.close()
+    # roofline: the graph work no op takes is one row, with the note that asks for a capture run
+    (graph_row,) = [r for r in (dict(zip(roof_columns, r)) for r in roof) if r["source"] == "graph"]
+    assert graph_row["op_name"] is None and graph_row["calls"] == len(work)
+    kernels = [e for v in work.values() for e in v]
+    work_us = sum(e["dur"] for e in events if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")
+                  and e.get("args", {}).get("correlation") in graph_corr)
+    assert abs(graph_row["gpu_dur_ns"] - work_us * 1000) <= len(kernels)  # ns rounding per item
+    assert graph_row["note"].startswith("kernels inside CUDA graphs are not attributed to ops: pass --param capture=RUN")
     rows = [dict(zip(columns, r)) for r in rows]
     assert sum(r["kernels"] for r in rows) == sum(len(v) for v in work.values())
     assert sum(r["launches"] for r in rows) == len(graph_corr)
@@ -380,3 +389,103 @@ def test_op_time_for_cost_models(graphs):
     shapes = sql(store, "SELECT count(*) AS n FROM graph_op_time(?) t JOIN events e ON e.run_id = t.capture_run_id "
                         "AND e.event_id = t.op_event_id AND e.name = t.op_name", [ids["capture"]])
     assert shapes == [{"n": len(rows)}]  # op_event_id is the op's event in the capture run
+
+
+# roofline with a capture run: a graph of a linear (whose addmm launches the GEMM) and a mul,
+# captured with shapes, then replayed ROOF_LAUNCHES times on an H100
+ROOF_LAUNCHES = 4
+BF = "c10::BFloat16"
+M, K, N = 512, 1024, 1024
+LINEAR_FLOPS = 2 * M * K * N + M * N  # one [M, K] x [K, N] product plus the bias added to each of its M*N results
+LINEAR_BYTES = (M * K + N * K + N + M * N) * 2  # input, weight, bias read, output written; bf16
+MUL_FLOPS = M * N  # one multiply per element
+MUL_BYTES = 3 * M * N * 2  # two inputs read, one output written
+
+
+def roofline_traces() -> tuple[list[dict], list[dict], dict]:
+    """(capture events, replay events, expected): the replay's durations are known per kernel."""
+    cap = Trace()
+    shapes = lambda dims, types, concrete=None: {"Input Dims": dims, "Input type": types,  # noqa: E731
+                                                 "Concrete Inputs": concrete or [""] * len(dims)}
+    cap.x("cuda_runtime", "cudaStreamBeginCapture", 100, 2)
+    cap.x("cpu_op", "aten::linear", 110, 20, **shapes([[M, K], [N, K], [N]], [BF] * 3))
+    cap.x("cpu_op", "aten::addmm", 112, 10, **shapes([[N], [M, K], [K, N], [], []], [BF] * 3 + ["Scalar"] * 2,
+                                                  ["", "", "", "1", "1"]))
+    cap.call("cudaLaunchKernel", 114)
+    cap.x("cpu_op", "aten::mul", 140, 10, **shapes([[M, N], [M, N]], [BF, BF]))
+    cap.call("cudaLaunchKernel", 142)
+    cap.x("cuda_runtime", "cudaStreamEndCapture", 170, 2)
+    rep = Trace()
+    gemm_ns = mul_ns = 0
+    ts = 1000
+    for n in range(ROOF_LAUNCHES):
+        rep.x("cpu_op", "CompiledFunction", ts, 20)
+        corr = rep.call("cudaGraphLaunch", ts + 5)
+        rep.gpu("kernel", "gemm_k", ts + 10, 3 + n, corr)
+        rep.gpu("kernel", "mul_k", ts + 20, 1 + n, corr)
+        gemm_ns += (3 + n) * US
+        mul_ns += (1 + n) * US
+        ts += 100
+    corr = rep.call("cudaGraphLaunch", ts)  # another graph (three kernels): no captured graph fits
+    for i in range(3):
+        rep.gpu("kernel", f"other_{i}", ts + 10 + 10 * i, 5, corr)
+    rep.x("cpu_op", "aten::mm", ts + 100, 10, **shapes([[16, 16], [16, 16]], ["float", "float"]))
+    rep.gpu("kernel", "eager_mm", ts + 110, 2, rep.call("cudaLaunchKernel", ts + 102))
+    return cap.events, rep.events, {"gemm_ns": gemm_ns, "mul_ns": mul_ns, "other_ns": 3 * 5 * US, "mm_ns": 2 * US}
+
+
+@pytest.fixture(scope="module")
+def roof(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("roof")
+    cap, rep, expected = roofline_traces()
+    store = tmp / "store"
+    traceduck.ingest(write_trace(tmp / "cap.json", cap), store=store, name="cap")
+    traceduck.ingest(write_trace(tmp / "rep.json", rep, deviceProperties=[{"id": 0, "name": "NVIDIA H100 80GB HBM3",
+                                                                            "numSms": 132}]), store=store, name="rep")
+    return store, expected
+
+
+def roofline(store, runs, params=None) -> list[dict]:
+    with traceduck.open(store) as db:
+        columns, rows = run_report(db, "roofline", runs=runs, params=params)
+    return [dict(zip(columns, r)) for r in rows]
+
+
+def test_roofline_shows_ops_inside_graphs(roof):
+    store, exp = roof
+    rows = roofline(store, ["rep"], ["capture=cap"])
+    by = {(r["source"], r["op_name"]): r for r in rows}
+    assert set(by) == {("graph", "aten::linear"), ("graph", "aten::mul"), ("eager", "aten::mm"), ("graph", None)}
+    bf16_peak, h100_tbps = 989.4, 3.35  # H100 SXM, bf16 dense
+    for op, flops, nbytes, gpu_ns in (("aten::linear", LINEAR_FLOPS, LINEAR_BYTES, exp["gemm_ns"]),
+                                      ("aten::mul", MUL_FLOPS, MUL_BYTES, exp["mul_ns"])):
+        r = by[("graph", op)]
+        assert (r["calls"], r["gpu_dur_ns"]) == (ROOF_LAUNCHES, gpu_ns)
+        assert (r["flops"], r["bytes"]) == (ROOF_LAUNCHES * flops, ROOF_LAUNCHES * nbytes)
+        assert r["tflops_per_s"] == round(ROOF_LAUNCHES * flops / gpu_ns / 1e3, 3)
+        assert r["tb_per_s"] == round(ROOF_LAUNCHES * nbytes / gpu_ns / 1e3, 3)
+        assert (r["peak_tflops"], r["peak_tbps"], r["device"], r["dtype"], r["note"]) == \
+            (bf16_peak, h100_tbps, "H100 SXM", "bfloat16", None)
+        roof_ns = max(ROOF_LAUNCHES * flops / (bf16_peak * 1e3), ROOF_LAUNCHES * nbytes / (h100_tbps * 1e3))
+        assert r["lost_dur_ns"] == gpu_ns - round(roof_ns)
+    mm = by[("eager", "aten::mm")]
+    assert (mm["calls"], mm["gpu_dur_ns"], mm["flops"]) == (1, exp["mm_ns"], 2 * 16 * 16 * 16)
+    rest = by[("graph", None)]
+    assert (rest["calls"], rest["gpu_dur_ns"], rest["flops"]) == (1, exp["other_ns"], None)
+    assert rest["note"] == "graph work that no captured op issued (match: no_match): see the cuda-graphs report with the same --param capture"
+    assert rows[-1] is rest  # after the run's ops
+
+
+def test_roofline_without_capture_says_graphs_are_not_attributed(roof):
+    store, exp = roof
+    rows = roofline(store, ["rep"])
+    assert [(r["source"], r["op_name"], r["calls"], r["gpu_dur_ns"]) for r in rows] == \
+        [("eager", "aten::mm", 1, exp["mm_ns"]), ("graph", None, ROOF_LAUNCHES + 1, exp["gemm_ns"] + exp["mul_ns"] + exp["other_ns"])]
+    assert rows[1]["note"] == ("kernels inside CUDA graphs are not attributed to ops: pass --param capture=RUN, "
+                               "a run that traced the graphs' capture")
+    # the capture run's own rows: its captured ops ran nothing there
+    cap = {r["op_name"]: r for r in roofline(store, ["cap"])}
+    assert set(cap) == {"aten::linear", "aten::mul"}
+    assert all(r["source"] == "eager" and r["gpu_dur_ns"] is None and r["note"].startswith("no GPU time is linked")
+               for r in cap.values())
+    assert (cap["aten::linear"]["flops"], cap["aten::mul"]["bytes"]) == (LINEAR_FLOPS, MUL_BYTES)

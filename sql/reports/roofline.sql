@@ -1,16 +1,18 @@
 -- title: Roofline: how close each op runs to the device's limits
--- description: Ops with a cost model (op_cost; the outermost op with a cost, so nested ops count once) grouped by name, input dims and dtype: calls, GPU time, FLOPs and bytes, achieved TFLOP/s and TB/s against the device's peaks (device_peaks, chosen by the trace's deviceProperties name, or the peak_tflops / peak_tbps parameters), bound, and the GPU time lost against the roofline, biggest loss first. Groups whose run has no known device, or no GPU time, keep NULL peaks and say why in `note`.
+-- description: Ops with a cost model (op_cost; the outermost op with a cost, so nested ops count once) grouped by name, input dims and dtype: calls, GPU time, FLOPs and bytes, achieved TFLOP/s and TB/s against the device's peaks (device_peaks, chosen by the trace's deviceProperties name, or the peak_tflops / peak_tbps parameters), bound, and the GPU time lost against the roofline, biggest loss first. Groups whose run has no known device, or no GPU time, keep NULL peaks and say why in `note`. Kernels inside CUDA/HIP graphs link only to the graph launch: with --param capture=RUN, a run that traced the graphs' capture, each counted op of that run whose subtree issued captured work becomes a row of each replaying run (source 'graph'): calls are the launches of its graph, GPU time the replayed work matched to it (graph_op_time), FLOPs and bytes its cost times the launches, peaks the replaying run's device. Graph work no op takes (all of it without capture) is one row per run with op_name NULL and a note.
 -- empty: no op with a cost model in the selected runs: ops need recorded shapes (profile with record_shapes=True) and a formula in op_categories
 -- param: peak_tflops DOUBLE = -- peak TFLOP/s to use for every dtype instead of the device's (empty: the device's)
 -- param: peak_tbps DOUBLE = -- peak memory bandwidth in TB/s to use instead of the device's (empty: the device's)
+-- param: capture RUN = -- run that traced the capture of the CUDA graphs the runs replay (run id, unique prefix or name): gives the ops inside graphs their replayed time
 -- column: run_id VARCHAR -- the run
 -- column: run_name VARCHAR -- name of the run
--- column: op_name VARCHAR -- op name
+-- column: source VARCHAR -- 'eager': calls of the run itself; 'graph': ops of the capture run whose captured work this run replayed in CUDA graphs (calls = graph launches), or, with op_name NULL, graph work attributed to no op
+-- column: op_name VARCHAR -- op name; NULL on the row of graph work attributed to no op
 -- column: input_dims VARCHAR -- dims of every input
 -- column: dtype VARCHAR -- dtype the math runs in (see op_cost)
 -- column: category VARCHAR -- op category (op_categories)
 -- column: model VARCHAR -- cost formula used (see op_cost)
--- column: calls BIGINT -- calls in the group
+-- column: calls BIGINT -- calls in the group (source 'graph': launches of the graphs that ran them)
 -- column: gpu_dur_ns BIGINT -- GPU time of the calls' kernels, device-to-device copies and sets (their whole subtree), ns; NULL when none is linked
 -- column: flops BIGINT -- FLOPs of all calls; NULL when the formula lacked an input
 -- column: bytes BIGINT -- minimum bytes read and written by all calls; NULL when unknown
@@ -25,50 +27,88 @@
 -- column: roofline_dur_ns BIGINT -- the least time the roofline allows: the larger of flops / peak_tflops and bytes / peak_tbps, ns (calls with GPU time)
 -- column: lost_dur_ns BIGINT -- gpu_dur_ns minus roofline_dur_ns: the time lost against the roofline, ns
 -- column: device VARCHAR -- the device whose peaks are used ('parameters' when both are given), NULL when unknown
--- column: note VARCHAR -- why peaks or rates are missing, and how to supply them; NULL when all is known
-WITH rows AS (
-  SELECT c.*, d.device_name, d.device,
-         nullif(coalesce($peak_tflops::DOUBLE, peak_tflops_for(c.dtype, d.fp32_tflops, d.bf16_tflops, d.fp16_tflops,
+-- column: note VARCHAR -- why peaks or rates are missing, and how to supply them (a capture run for work inside CUDA graphs); NULL when all is known
+WITH counted AS MATERIALIZED (
+  SELECT * FROM op_cost
+  WHERE is_counted AND (run_id IN (SELECT run_id FROM report_runs) OR run_id = $capture::VARCHAR)
+),
+-- work replayed by graph launches, per captured op (graph_op_time), summed over every counted op of
+-- the capture run around it: calls are the launches of its graph, cost the op's cost x launches
+graph_time AS (
+  SELECT t.run_id, t.graph_index, a.anc_id AS event_id, max(t.launches) AS launches, sum(t.gpu_dur_ns) AS gpu_dur_ns
+  FROM graph_op_time($capture::VARCHAR) t
+  JOIN launch_op_ancestors a ON a.run_id = t.capture_run_id AND a.event_id = t.op_event_id
+  WHERE t.run_id IN (SELECT run_id FROM report_runs)
+  GROUP BY t.run_id, t.graph_index, a.anc_id
+), ops AS (
+  SELECT 'eager' AS source, run_id, op_name, input_dims, dtype, category, model, 1 AS calls, gpu_dur_ns, flops, bytes
+  FROM counted WHERE run_id IN (SELECT run_id FROM report_runs)
+  UNION ALL
+  SELECT 'graph', t.run_id, c.op_name, c.input_dims, c.dtype, c.category, c.model, t.launches, t.gpu_dur_ns,
+         c.flops * t.launches, c.bytes * t.launches
+  FROM graph_time t JOIN counted c ON c.run_id = $capture::VARCHAR AND c.event_id = t.event_id
+), rows AS (
+  SELECT o.*, d.device_name, d.device,
+         nullif(coalesce($peak_tflops::DOUBLE, peak_tflops_for(o.dtype, d.fp32_tflops, d.bf16_tflops, d.fp16_tflops,
                                                                d.fp8_tflops)), 0) AS peak_tf,
          nullif(coalesce($peak_tbps::DOUBLE, d.memory_tbps), 0) AS peak_bw
-  FROM op_cost c LEFT JOIN run_devices d USING (run_id)
-  WHERE c.is_counted AND c.run_id IN (SELECT run_id FROM report_runs)
+  FROM ops o LEFT JOIN run_devices d USING (run_id)
 ), g AS (
-  SELECT run_id, op_name, input_dims, dtype, category, model, any_value(device_name) AS device_name,
+  SELECT run_id, source, op_name, input_dims, dtype, category, model, any_value(device_name) AS device_name,
          any_value(device) AS device, any_value(peak_tf) AS peak_tf, any_value(peak_bw) AS peak_bw,
-         count(*) AS calls, sum(gpu_dur_ns) AS gpu_ns,
+         sum(calls)::BIGINT AS calls, sum(gpu_dur_ns) AS gpu_ns,
          CASE WHEN count(flops) = count(*) THEN sum(flops) END AS flops,
          CASE WHEN count(bytes) = count(*) THEN sum(bytes) END AS bytes,
          CASE WHEN count(flops) FILTER (WHERE gpu_dur_ns IS NOT NULL) = count(gpu_dur_ns)
               THEN sum(flops) FILTER (WHERE gpu_dur_ns IS NOT NULL) END AS gpu_flops,
          CASE WHEN count(bytes) FILTER (WHERE gpu_dur_ns IS NOT NULL) = count(gpu_dur_ns)
               THEN sum(bytes) FILTER (WHERE gpu_dur_ns IS NOT NULL) END AS gpu_bytes
-  FROM rows GROUP BY run_id, op_name, input_dims, dtype, category, model
+  FROM rows GROUP BY run_id, source, op_name, input_dims, dtype, category, model
 ), r AS (
   SELECT *, gpu_flops / nullif(gpu_ns, 0) / 1e3 AS tf, gpu_bytes / nullif(gpu_ns, 0) / 1e3 AS bw,
          greatest(CASE WHEN gpu_flops = 0 THEN 0 ELSE gpu_flops / (peak_tf * 1e3) END, gpu_bytes / (peak_bw * 1e3)) AS roof_ns,
          CASE WHEN gpu_flops IS NULL OR gpu_bytes IS NULL OR peak_bw IS NULL THEN NULL
               WHEN gpu_flops <> 0 AND peak_tf IS NULL THEN NULL ELSE 1 END AS roof_ok
   FROM g
+),
+-- graph work no op takes: all of it without a capture run, else what matched no captured call
+unattributed AS (
+  SELECT run_id, count(DISTINCT launch_event_id) AS calls, sum(dur_ns)::BIGINT AS gpu_dur_ns,
+         string_agg(DISTINCT match, ', ' ORDER BY match) AS matches
+  FROM graph_kernel_ops($capture::VARCHAR)
+  WHERE run_id IN (SELECT run_id FROM report_runs) AND op_event_id IS NULL
+  GROUP BY run_id
+), out AS (
+  SELECT r.run_id, n.name AS run_name, r.source, r.op_name, r.input_dims, r.dtype, r.category, r.model, r.calls,
+         r.gpu_ns::BIGINT AS gpu_dur_ns, TRY_CAST(r.flops AS BIGINT) AS flops, TRY_CAST(r.bytes AS BIGINT) AS bytes,
+         round(r.tf, 3) AS tflops_per_s, round(r.bw, 3) AS tb_per_s,
+         round(r.flops / nullif(r.bytes, 0), 3) AS intensity,
+         r.peak_tf AS peak_tflops, r.peak_bw AS peak_tbps,
+         round(100 * r.tf / r.peak_tf, 2) AS compute_pct, round(100 * r.bw / r.peak_bw, 2) AS memory_pct,
+         CASE WHEN r.flops = 0 AND r.peak_bw IS NOT NULL THEN 'memory'
+              WHEN r.flops / nullif(r.bytes, 0) >= r.peak_tf / r.peak_bw THEN 'compute'
+              WHEN r.flops / nullif(r.bytes, 0) < r.peak_tf / r.peak_bw THEN 'memory' END AS bound,
+         CASE WHEN r.roof_ok = 1 AND r.gpu_ns IS NOT NULL THEN round(r.roof_ns)::BIGINT END AS roofline_dur_ns,
+         CASE WHEN r.roof_ok = 1 AND r.gpu_ns IS NOT NULL THEN (r.gpu_ns - round(r.roof_ns))::BIGINT END AS lost_dur_ns,
+         CASE WHEN $peak_tflops::DOUBLE IS NOT NULL AND $peak_tbps::DOUBLE IS NOT NULL THEN 'parameters' ELSE r.device END AS device,
+         CASE WHEN r.gpu_ns IS NULL THEN
+                'no GPU time is linked to these calls (a CPU trace, or launches captured into a CUDA graph: '
+                || 'report the run that replays it with --param capture=RUN)'
+              WHEN r.peak_bw IS NULL OR (r.peak_tf IS NULL AND r.device IS NULL) THEN
+                'no peaks known for ' || coalesce('device ''' || r.device_name || '''', 'this run (the trace names no device)')
+                || ': pass --param peak_tflops=N --param peak_tbps=N, or add a row to device_peaks'
+              WHEN r.peak_tf IS NULL AND coalesce(r.flops, 1) <> 0 THEN
+                'no peak TFLOP/s for ' || coalesce(r.dtype, 'this dtype') || ' on ' || r.device || ': pass --param peak_tflops=N'
+              WHEN r.flops IS NULL OR r.bytes IS NULL THEN 'the cost formula lacked an input (e.g. Concrete Inputs not recorded)' END AS note
+  FROM r JOIN runs n ON n.run_id = r.run_id
+  UNION ALL BY NAME
+  SELECT u.run_id, n.name AS run_name, 'graph' AS source, u.calls, u.gpu_dur_ns,
+         CASE WHEN $capture::VARCHAR IS NULL THEN
+                'kernels inside CUDA graphs are not attributed to ops: pass --param capture=RUN, a run that traced '
+                || 'the graphs'' capture'
+              ELSE 'graph work that no captured op issued (match: ' || u.matches
+                || '): see the cuda-graphs report with the same --param capture' END AS note
+  FROM unattributed u JOIN runs n ON n.run_id = u.run_id
 )
-SELECT r.run_id, n.name AS run_name, r.op_name, r.input_dims, r.dtype, r.category, r.model, r.calls,
-       r.gpu_ns::BIGINT AS gpu_dur_ns, TRY_CAST(r.flops AS BIGINT) AS flops, TRY_CAST(r.bytes AS BIGINT) AS bytes,
-       round(r.tf, 3) AS tflops_per_s, round(r.bw, 3) AS tb_per_s,
-       round(r.flops / nullif(r.bytes, 0), 3) AS intensity,
-       r.peak_tf AS peak_tflops, r.peak_bw AS peak_tbps,
-       round(100 * r.tf / r.peak_tf, 2) AS compute_pct, round(100 * r.bw / r.peak_bw, 2) AS memory_pct,
-       CASE WHEN r.flops = 0 AND r.peak_bw IS NOT NULL THEN 'memory'
-            WHEN r.flops / nullif(r.bytes, 0) >= r.peak_tf / r.peak_bw THEN 'compute'
-            WHEN r.flops / nullif(r.bytes, 0) < r.peak_tf / r.peak_bw THEN 'memory' END AS bound,
-       CASE WHEN r.roof_ok = 1 AND r.gpu_ns IS NOT NULL THEN round(r.roof_ns)::BIGINT END AS roofline_dur_ns,
-       CASE WHEN r.roof_ok = 1 AND r.gpu_ns IS NOT NULL THEN (r.gpu_ns - round(r.roof_ns))::BIGINT END AS lost_dur_ns,
-       CASE WHEN $peak_tflops::DOUBLE IS NOT NULL AND $peak_tbps::DOUBLE IS NOT NULL THEN 'parameters' ELSE r.device END AS device,
-       CASE WHEN r.gpu_ns IS NULL THEN 'no GPU time is linked to these calls (a CPU trace, or kernels inside a CUDA graph)'
-            WHEN r.peak_bw IS NULL OR (r.peak_tf IS NULL AND r.device IS NULL) THEN
-              'no peaks known for ' || coalesce('device ''' || r.device_name || '''', 'this run (the trace names no device)')
-              || ': pass --param peak_tflops=N --param peak_tbps=N, or add a row to device_peaks'
-            WHEN r.peak_tf IS NULL AND coalesce(r.flops, 1) <> 0 THEN
-              'no peak TFLOP/s for ' || coalesce(r.dtype, 'this dtype') || ' on ' || r.device || ': pass --param peak_tflops=N'
-            WHEN r.flops IS NULL OR r.bytes IS NULL THEN 'the cost formula lacked an input (e.g. Concrete Inputs not recorded)' END AS note
-FROM r JOIN runs n ON n.run_id = r.run_id
-ORDER BY r.run_id, lost_dur_ns DESC NULLS LAST, r.gpu_ns DESC NULLS LAST, r.flops DESC NULLS LAST, r.op_name, r.input_dims
+SELECT * FROM out
+ORDER BY run_id, op_name IS NULL, lost_dur_ns DESC NULLS LAST, gpu_dur_ns DESC NULLS LAST, flops DESC NULLS LAST, op_name, input_dims

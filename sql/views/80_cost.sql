@@ -170,6 +170,25 @@ FROM names n
 LEFT JOIN (SELECT * FROM op_categories WHERE NOT contains(pattern, '%')) e ON e.pattern = n.name
 LEFT JOIN by_pattern p ON p.name = n.name;
 
+-- Each CPU op that made launch calls (the innermost op around a kernel launch, copy, set or graph
+-- launch) paired with itself and every op enclosing it: the walk up the op tree that gives an op
+-- the GPU time of its whole subtree. op_cost sums eager work over it; the roofline report sums
+-- the replayed work of ops captured into CUDA graphs over it (graph_op_time), so that
+-- `aten::linear` gets the time of the GEMM its `aten::addmm` launched in both.
+-- @column run_id VARCHAR Run of the ops.
+-- @column event_id BIGINT The op that made launch calls (`launch_calls.op_event_id`).
+-- @column anc_id BIGINT That op itself or an op enclosing it.
+CREATE OR REPLACE VIEW launch_op_ancestors AS
+WITH RECURSIVE tree AS MATERIALIZED (
+  SELECT run_id, event_id, parent_op_id FROM events WHERE is_cpu_op
+), up(run_id, event_id, anc_id) AS (
+  SELECT DISTINCT run_id, op_event_id, op_event_id FROM launch_calls WHERE op_event_id IS NOT NULL
+  UNION ALL
+  SELECT u.run_id, u.event_id, t.parent_op_id FROM up u JOIN tree t ON t.run_id = u.run_id AND t.event_id = u.anc_id
+  WHERE t.parent_op_id IS NOT NULL
+)
+SELECT run_id, event_id, anc_id FROM up;
+
 -- One row per CPU op that recorded shapes, with its FLOPs and the minimum bytes its math reads and
 -- writes (each tensor input read once, each output written once), from its dims, dtypes and
 -- `Concrete Inputs`, and its GPU time. The formula (`model`) is chosen by the op's exact name in
@@ -443,14 +462,9 @@ direct AS (
   GROUP BY ALL
 ), tree AS MATERIALIZED (
   SELECT run_id, event_id, parent_op_id FROM events WHERE is_cpu_op
-), up(run_id, event_id, anc_id) AS (
-  SELECT run_id, event_id, event_id FROM direct
-  UNION ALL
-  SELECT u.run_id, u.event_id, t.parent_op_id FROM up u JOIN tree t ON t.run_id = u.run_id AND t.event_id = u.anc_id
-  WHERE t.parent_op_id IS NOT NULL
 ), subtree_gpu AS (
   SELECT u.run_id, u.anc_id AS event_id, sum(d.dur_ns) AS gpu_dur_ns
-  FROM up u JOIN direct d USING (run_id, event_id) GROUP BY ALL
+  FROM launch_op_ancestors u JOIN direct d USING (run_id, event_id) GROUP BY ALL
 ),
 -- ops with a cost that another op with a cost encloses (not counted)
 costed AS MATERIALIZED (
