@@ -419,7 +419,7 @@ def test_hostile_parameters_and_run_selectors_are_clean_errors(tmp_path, capsys)
     no_run = f"Runs in the store: {buggy[:12]} (buggy)."
     cases = [
         (("report", "top-ops", "--param", "group_by=name; DROP VIEW events"),
-         "Error: --param group_by='name; DROP VIEW events' is not one of name, shape, call_site.\n"),
+         "Error: --param group_by='name; DROP VIEW events' is not one of name, shape, call_site, category.\n"),
         (("report", "top-ops", "--run", HOSTILE), f"Error: no run matches \"{HOSTILE}\". {no_run}\n"),
         (("report", "top-ops", "--run", f"label:{HOSTILE}=1"),
          f"Error: no run has label {HOSTILE}=1. Labels in the store: none.\n"),

@@ -347,7 +347,7 @@ def test_report_cli(cpu_store):
     assert "group_by (VARCHAR, default 'name'): one of name|shape|call_site" in help_.stdout
     bad = td("report", "top-ops", "--store", cpu_store, "--param", "group_by=colour")
     assert bad.returncode == 1
-    assert bad.stderr == "Error: --param group_by='colour' is not one of name, shape, call_site.\n"
+    assert bad.stderr == "Error: --param group_by='colour' is not one of name, shape, call_site, category.\n"
     unknown = td("report", "nope", "--store", cpu_store)
     assert unknown.stderr.startswith("Error: no report named 'nope'. Reports: collectives, ")
     extra = td("report", "steps", "--store", cpu_store, "--param", "x=1")
