@@ -203,7 +203,7 @@ _BINARY = ["add", "sub", "rsub", "mul", "div", "maximum", "minimum", "pow", "fmo
            "bitwise_and", "bitwise_or", "bitwise_xor"]
 _REDUCTIONS = ["sum", "mean", "amax", "amin", "max", "min", "prod", "argmax", "argmin", "logsumexp", "all", "any",
                "var", "std", "norm", "linalg_vector_norm"]
-OP_CATEGORIES: list[tuple[str, str, str | None, str]] = [
+OP_NAME_CATEGORIES: list[tuple[str, str, str | None, str]] = [
     *[(n, "GEMM", "gemm", "matrix product") for n in _GEMM],
     *[(n, "convolution", "conv", "convolution") for n in _CONV],
     *[(n, "attention", "attention", "attention forward") for n in _ATTENTION],
@@ -336,7 +336,7 @@ def tables() -> dict[str, dict[str, list]]:
         "copy_ops": {"name": list(ops[0]), "source_input": list(ops[1]), "dest_input": list(ops[2]),
                      "dtype_input": list(ops[3]), "has_dtype_arg": list(ops[4]), "always_copies": list(ops[5]),
                      "writes_whole_dest": list(ops[6])},
-        "op_categories": _columns(OP_CATEGORIES, ["pattern", "category", "model", "note"]),
+        "op_categories": _columns(OP_NAME_CATEGORIES, ["pattern", "category", "model", "note"]),
         "device_peaks": _columns(DEVICE_PEAKS, ["device", "name_pattern", "num_sms", "fp32_tflops", "tf32_tflops",
                                                 "bf16_tflops", "fp16_tflops", "fp8_tflops", "memory_tbps", "source"]),
     }
