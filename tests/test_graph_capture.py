@@ -451,6 +451,7 @@ def roofline(store, runs, params=None) -> list[dict]:
     return [dict(zip(columns, r)) for r in rows]
 
 
+@pytest.mark.slow  # 3 s
 def test_roofline_shows_ops_inside_graphs(roof):
     store, exp = roof
     rows = roofline(store, ["rep"], ["capture=cap"])
@@ -476,6 +477,7 @@ def test_roofline_shows_ops_inside_graphs(roof):
     assert rows[-1] is rest  # after the run's ops
 
 
+@pytest.mark.slow  # 1 s
 def test_roofline_without_capture_says_graphs_are_not_attributed(roof):
     store, exp = roof
     rows = roofline(store, ["rep"])

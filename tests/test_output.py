@@ -308,6 +308,7 @@ def test_sql_error_met_while_streaming_is_one_line(stores, capsys, monkeypatch):
     assert err.startswith("Error: Conversion Error: Could not convert string 'x' to INT32") and err.count("\n") == 1
 
 
+@pytest.mark.slow  # 2 s
 def test_reports_cap_rows_per_run(stores, capsys, monkeypatch):
     code, out, _ = cli(capsys, monkeypatch, "report", "top-ops", "--store", stores["pair"])
     assert code == 0

@@ -315,6 +315,7 @@ def test_cuda_graphs_fan_out(gpu_store):
     assert any(r["item"] == "CUDA graphs" for r in overview)
 
 
+@pytest.mark.slow  # 4 s
 def test_collectives(gpu_store):
     store, ids, traces = gpu_store
     events = trace_events(load_json(shared_dir() / traces["nccl"]))

@@ -295,12 +295,14 @@ def test_selectors(tmp_path, store, ok, fails, cli):
     assert len(runs_json(store)) == 5
 
 
+@pytest.mark.slow  # 1 s
 def test_rank_selector_without_ranks(store, ok, fails):
     ok("ingest", BUGGY, "--store", store, "-q")
     assert fails("rm", "rank:0", "--store", store) == ("Error: no run has rank 0. No run has a rank: it comes from "
                                                        "distributedInfo, else the file name (rank3, worker3).\n")
 
 
+@pytest.mark.slow  # 2 s
 def test_names_with_pattern_characters_and_commas_select_themselves(store, ok):
     ok("ingest", BUGGY, "--store", store, "-q", "--name", "a,b [x]*")
     ok("ingest", FIXED, "--store", store, "-q", "--name", "a")
@@ -373,6 +375,7 @@ def test_directory_ingest_is_recursive_and_skips_what_is_not_a_trace(tmp_path, s
         f"Error: {d}/empty: no .json or .json.gz files in this directory or below.\n"
 
 
+@pytest.mark.slow  # 2 s
 def test_default_names_collide_with_runs_in_the_store(tmp_path, store, ok):
     one_event_trace(tmp_path / "graph_execution.json", "first")
     (tmp_path / "vllm_decode_full").mkdir()
