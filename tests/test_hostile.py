@@ -242,13 +242,16 @@ def test_repair_reads_a_long_string_in_linear_time(tmp_path, monkeypatch):
     times = []
     for size in (4 * MB, 8 * MB):
         path = repair_string_trace(tmp_path / f"{size}.json", size)
-        with RawSource(path) as src:
-            stream = StreamingEvents(src)
-            started = time.process_time()
-            events = [e for batch in stream.batches() for e in batch]
-            times.append(time.process_time() - started)
-        assert len(events) == 2 and events[1]["args"]["s"] == "a" * size + "\t"
-        assert stream.warnings == {CONTROL_CHAR: 1}
+        best = float("inf")
+        for _ in range(3):  # best of three: one slow first read (page cache, allocator) is not the parser
+            with RawSource(path) as src:
+                stream = StreamingEvents(src)
+                started = time.process_time()
+                events = [e for batch in stream.batches() for e in batch]
+                best = min(best, time.process_time() - started)
+            assert len(events) == 2 and events[1]["args"]["s"] == "a" * size + "\t"
+            assert stream.warnings == {CONTROL_CHAR: 1}
+        times.append(best)
     assert times[1] < 3 * times[0] + 0.05, times
 
 
