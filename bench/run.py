@@ -96,7 +96,17 @@ def command_latency(cache: Path, repeat: int, small: bool = False) -> tuple[str,
                              check=True, capture_output=True, text=True).stdout.split()
     if small:
         reports = ["top-ops"]
+    # the floor of any command built on the chosen stack: DuckDB loaded and connected, typer loaded,
+    # and one GROUP BY over one run's events file (what a report does at the least)
+    events = sorted(store.glob("runs/*/events.parquet"))[0]
+    one_query = ("import duckdb, typer; duckdb.connect().sql('SELECT name, count(*), sum(dur_ns) FROM read_parquet(?) "
+                 "GROUP BY 1 ORDER BY 3 DESC LIMIT 20', params=[%r]).fetchall()" % str(events))
     commands = [('python -c "import duckdb"', [sys.executable, "-c", "import duckdb"]),
+                ("floor: import duckdb; connect; SELECT 1",
+                 [sys.executable, "-c", "import duckdb; duckdb.connect().sql('SELECT 1').fetchall()"]),
+                ("floor: import duckdb, typer; connect; SELECT 1",
+                 [sys.executable, "-c", "import duckdb, typer; duckdb.connect().sql('SELECT 1').fetchall()"]),
+                ("floor: the same plus one GROUP BY over a run's events.parquet", [sys.executable, "-c", one_query]),
                 ("traceduck --version", traceduck_cmd() + ["--version"]),
                 ("traceduck --help", traceduck_cmd() + ["--help"]),
                 ("traceduck runs", traceduck_cmd() + ["runs", "--store", str(store)])]
