@@ -102,6 +102,30 @@ def generated(tmp_path_factory):
         (None, (numel(q) * 2 + 2 * 2 * 4 * 256 * 64) * 2, 5000)  # causal with Sq != Sk: no guess
     exp[t.op("aten::layer_norm", [[4, 16], [], [16], [16], [], []], [bf, "ScalarList", bf, bf, "Scalar", "Scalar"],
              ["", "[16]", "", "", "1e-05", "True"], kernel_ns=700)] = (64 * (5 + 2), (64 + 16 + 16 + 64) * 2, 700)
+    # rms_norm: sum of squares (2) and x * rstd (1) per element, one more for the weight
+    exp[t.op("aten::rms_norm", [[4, 16], [], [16], []], [bf, "ScalarList", bf, "Scalar"], ["", "[16]", "", "1e-06"],
+             kernel_ns=650)] = (64 * (2 + 1 + 1), (64 + 16 + 64) * 2, 650)
+    # batch norm over [2, 8, 4, 4] (256 elements) with weight, bias and running stats of 8: training
+    # computes the statistics (3 + 2 + 1 + 1 per element), eval only normalises (2 + 1 + 1)
+    bn_dims = [[2, 8, 4, 4], [8], [8], [8], [8], [], [], [], []]
+    bn_types = [f32] * 5 + ["Scalar"] * 4
+    exp[t.op("aten::batch_norm", bn_dims, bn_types, ["", "", "", "", "", "True", "0.1", "1e-05", "True"],
+             kernel_ns=620)] = (256 * 7, (256 + 4 * 8 + 256) * 4, 620)
+    exp[t.op("aten::batch_norm", bn_dims, bn_types, ["", "", "", "", "", "False", "0.1", "1e-05", "True"],
+             kernel_ns=610)] = (256 * 4, (256 + 4 * 8 + 256) * 4, 610)
+    exp[t.op("aten::group_norm", [[2, 8, 4, 4], [], [8], [8], [], []], [f32, "Int", f32, f32, "Scalar", "Scalar"],
+             ["", "4", "", "", "1e-05", "True"], kernel_ns=630)] = (256 * 7, (256 + 8 + 8 + 256) * 4, 630)
+    # index_select along dim 0 of a [100, 8] table with 5 indices: indices + 5 rows read + 5 rows written
+    exp[t.op("aten::index_select", [[100, 8], [], [5]], [f32, "Int", "long int"], ["", "0", ""], kernel_ns=150)] = \
+        (0, 5 * 8 + 2 * 5 * 8 * 4, 150)
+    # conv1d with 2 groups: [1, 4, 10] * [6, 2, 3] -> [1, 6, 8]; 2 * N * C_out * L_out * C_in/g * k
+    exp[t.op("aten::conv1d", [[1, 4, 10], [6, 2, 3], [], [], [], [], []],
+             [f32, f32, "", "ScalarList", "ScalarList", "ScalarList", "Int"], ["", "", "", "[1]", "[0]", "[1]", "2"],
+             kernel_ns=900)] = (2 * 1 * 6 * 8 * 2 * 3, (40 + 36 + 48) * 4, 900)
+    # baddbmm: beta * self + alpha * (batch1 @ batch2), the add counted once per output like addmm's bias
+    exp[t.op("aten::baddbmm", [[3, 5, 11], [3, 5, 7], [3, 7, 11], [], []], [f32, f32, f32, "Scalar", "Scalar"],
+             ["", "", "", "1", "1"], kernel_ns=1200)] = \
+        (gemm(3, 5, 7, 11, True), (3 * 5 * 11 + 3 * 5 * 7 + 3 * 7 * 11 + 3 * 5 * 11) * 4, 1200)
     exp[t.op("aten::softmax", [[4, 16], [], []], [f32, "Int", ""], ["", "-1", ""], kernel_ns=600)] = \
         (5 * 64, 2 * 64 * 4, 600)
     exp[t.op("aten::mul", [[4, 1, 16], [3, 16]], [f32, f32], kernel_ns=500)] = \
@@ -198,8 +222,10 @@ def test_top_ops_by_category(generated):
     db, _, _ = generated
     cols, rows = run_report(db, "top-ops", runs=["generated"], params=["group_by=category"])
     by = {r[cols.index("name")]: r[cols.index("calls")] for r in rows}
-    assert by == {"GEMM": 4, "convolution": 2, "attention": 2, "normalisation": 1, "reduction": 2,
-                  "elementwise": 3, "copy": 4}
+    # GEMM: linear, addmm, bmm, matmul, baddbmm; convolution: conv2d, conv_transpose2d, conv1d;
+    # normalisation: layer_norm, rms_norm, batch_norm x 2, group_norm; copy: embedding, index_select, copy_ x 3
+    assert by == {"GEMM": 5, "convolution": 3, "attention": 2, "normalisation": 5, "reduction": 2,
+                  "elementwise": 3, "copy": 5}
 
 
 def _ns(v) -> int:
