@@ -16,6 +16,7 @@ from traceduck.reports import run_report
 TRACELENS = "public/AMD-AGI__TraceLens/tests/traces"
 H100 = f"{TRACELENS}/h100/gaunernst_bert-small-uncased__1016001.json.gz"
 MI300 = f"{TRACELENS}/mi300/gaunernst_bert-small-uncased__1016001.json.gz"
+B200 = f"{TRACELENS}/b200/eager_trace.json.gz"  # a vLLM decode: its own rms_norm ops, mm, embedding
 EB = {"float": 4, "c10::BFloat16": 2, "c10::Half": 2, "long int": 8, "int": 4, "bool": 1}
 
 
@@ -233,7 +234,8 @@ def _ns(v) -> int:
 
 
 def _expected_from_json(path: Path) -> dict[int, tuple]:
-    """(flops, bytes, gpu_ns) of every addmm, linear, SDPA, layer_norm, gelu and add in the trace,
+    """(flops, bytes, gpu_ns) of every addmm, mm, linear, SDPA, layer_norm, vLLM rms_norm and
+    fused_add_rms_norm, embedding, gelu and add in the trace,
     computed from its args; gpu_ns from the kernels, device-to-device copies and sets whose launch
     (runtime or driver call) lies inside the op on its thread."""
     events = [e for e in trace_events(load_json(path)) if isinstance(e, dict)]
@@ -268,6 +270,18 @@ def _expected_from_json(path: Path) -> dict[int, tuple]:
             cost = (numel(d[0]), 2 * numel(d[0]) * EB[ty[0]])
         elif name == "aten::add" and d[0] == d[1]:
             cost = (numel(d[0]), 3 * numel(d[0]) * EB[ty[0]])
+        elif name == "aten::mm":
+            (m, k), n = d[0], d[1][1]
+            cost = (gemm(1, m, k, n), (m * k + k * n + m * n) * EB[ty[0]])
+        elif name == "_C::rms_norm":  # vLLM's (out, input, weight, eps): reads input and weight, writes out
+            x = numel(d[1])
+            cost = (x * (2 + 1 + 1), (2 * x + numel(d[2])) * EB[ty[1]])
+        elif name == "_C::fused_add_rms_norm":  # (input, residual, weight, eps) in place: residual added first
+            x = numel(d[0])
+            cost = (x * (1 + 2 + 1 + 1), (2 * x + numel(d[2]) + 2 * x) * EB[ty[0]])
+        elif name == "aten::embedding":  # (weight, indices, ...): the indices, and each row read and written
+            rows = numel(d[1])
+            cost = (0, rows * EB[ty[1]] + 2 * rows * d[0][1] * EB[ty[0]])
         else:
             continue
         start, end = _ns(e["ts"]), _ns(e["ts"]) + _ns(e["dur"])
@@ -278,7 +292,7 @@ def _expected_from_json(path: Path) -> dict[int, tuple]:
 
 
 @pytest.mark.slow  # 5 s each
-@pytest.mark.parametrize("trace,device", [(H100, "H100 SXM"), (MI300, "MI300X")])
+@pytest.mark.parametrize("trace,device", [(H100, "H100 SXM"), (MI300, "MI300X"), (B200, "B200")])
 def test_real_shapes_costs_and_device(tmp_path, trace, device):
     path = shared_dir() / trace
     traceduck.ingest(path, store=tmp_path / "store", name="real")
