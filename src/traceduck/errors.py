@@ -76,3 +76,7 @@ class ExportError(TraceduckError):
 
 class JobSelectionError(RunSelectionError):
     """A report that covers one job got runs of several jobs, or two runs of one rank."""
+
+
+class NotPortableError(QueryError):
+    """A view or report of sql/ that cannot be written in another engine's SQL (Spark), with why."""

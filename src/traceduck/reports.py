@@ -174,6 +174,32 @@ def report_run_ids(db: Database, runs: list[str] | None = None) -> list[str]:
     return list(dict.fromkeys(ids))
 
 
+@dataclass
+class PreparedReport:
+    """A report ready to run, whatever the engine: its typed parameters and the runs it covers."""
+
+    report: Report
+    bound: dict[str, object]  # the parameters its SQL names ($name), typed
+    run_ids: list[str]  # the runs covered, in the order their rows come (see report_run_ids)
+    other_runs: list[str]  # runs named by RUN parameters, which the query reads too
+    dropped: list[str]  # run_id/run_name columns left out: a single run is covered
+
+
+def prepare_report(db: Database, name: str, runs: list[str] | None = None, params: list[str] | None = None,
+                   keep_run_columns: bool | None = None) -> PreparedReport:
+    """Parse a report's parameters (`KEY=VALUE` strings), resolve its run parameters and the runs
+    it covers (all runs by default); see report_relation."""
+    report = get_report(name)
+    values = parse_params(report, params or [])
+    other_runs = resolve_run_params(db, report, values)
+    run_ids = report_run_ids(db, runs)
+    bound = {k: v for k, v in values.items() if f"${k}" in report.sql}
+    columns = [c.name for c in report.columns]
+    keep = keep_run_columns if keep_run_columns is not None else len(run_ids) != 1
+    dropped = [c for c in RUN_COLUMNS if c in columns and not keep]
+    return PreparedReport(report, bound, run_ids, other_runs, dropped)
+
+
 def report_relation(db: Database, name: str, runs: list[str] | None = None, params: list[str] | None = None,
                     limit: int | None = None, keep_run_columns: bool | None = None) -> duckdb.DuckDBPyRelation:
     """A report over the selected runs (all runs by default) as a DuckDB relation, on a cursor of its
@@ -183,10 +209,8 @@ def report_relation(db: Database, name: str, runs: list[str] | None = None, para
     run's rows in the report's own order; `limit` keeps that many rows per run. run_id/run_name columns are dropped when
     the selection is a single run, unless asked to keep them.
     """
-    report = get_report(name)
-    values = parse_params(report, params or [])
-    other_runs = resolve_run_params(db, report, values)
-    run_ids = report_run_ids(db, runs)
+    prepared = prepare_report(db, name, runs, params, keep_run_columns)
+    report, run_ids, other_runs, dropped = prepared.report, prepared.run_ids, prepared.other_runs, prepared.dropped
     # with runs selected, only their files are read: those of runs named by parameters too
     cur = db.cursor(list(dict.fromkeys(run_ids + other_runs)) if runs else None)
     try:
@@ -197,13 +221,9 @@ def report_relation(db: Database, name: str, runs: list[str] | None = None, para
                     "SELECT unnest($ids::VARCHAR[]) AS run_id, generate_subscripts($ids::VARCHAR[], 1) AS position",
                     {"ids": run_ids})
         sql = report.sql.rstrip().rstrip(";")
-        bound = {k: v for k, v in values.items() if f"${k}" in report.sql}
         # the header's columns (a test holds them equal to the query's): binding a report's views
         # costs more than running it on a small store, so it is bound once, below
-        columns = [c.name for c in report.columns]
-        keep = keep_run_columns if keep_run_columns is not None else len(run_ids) != 1
-        dropped = [c for c in RUN_COLUMNS if c in columns and not keep]
-        if "run_id" in columns:
+        if "run_id" in [c.name for c in report.columns]:
             # row_number() OVER () numbers rows as they stream, i.e. in the report's own order
             per_run = "" if limit is None else \
                 f"QUALIFY row_number() OVER (PARTITION BY r.run_id ORDER BY r.__row) <= {int(limit)}"
@@ -216,7 +236,7 @@ def report_relation(db: Database, name: str, runs: list[str] | None = None, para
                 sql = f"SELECT * EXCLUDE ({', '.join(dropped)}) FROM ({sql})"
             if limit is not None:
                 sql = f"SELECT * FROM ({sql}) LIMIT {int(limit)}"
-        rel = cur.sql(sql, params=bound)
+        rel = cur.sql(sql, params=prepared.bound)
     except duckdb.Error as e:
         cur.close()
         raise QueryError(f"report {name} failed: {_first_line(str(e))}") from None
@@ -248,5 +268,5 @@ def _quoted(column: str) -> str:
     return '"' + column.replace('"', '""') + '"'
 
 
-__all__ = ["Report", "ReportError", "all_reports", "get_report", "report_relation", "report_run_ids", "run_report",
+__all__ = ["PreparedReport", "Report", "ReportError", "all_reports", "get_report", "prepare_report", "report_relation", "report_run_ids", "run_report",
            "RunSelectionError"]
