@@ -1,0 +1,535 @@
+"""Spark: ingest trace files one Spark task each, and query a store with Spark SQL.
+
+    pip install 'traceduck[spark]'
+
+    from traceduck import spark as tds
+    tds.ingest(spark, ["/shared/traces/rank0.json.gz", ...], store="/shared/store")
+    views = tds.register(spark, "/shared/store")
+    spark.sql("SELECT name, sum(dur_ns) FROM gpu_kernels GROUP BY name").show()
+    tds.report(spark, "top-kernels").show()
+
+The store must lie on a path that the driver and every executor see (a shared file system).
+`register` makes the store's tables Spark temporary views over the same Parquet files DuckDB reads
+(a run's own files, or the pack holding it after `traceduck compact`), the reference tables Spark
+DataFrames, and the views of sql/views Spark temporary views: each view's DuckDB SQL is transpiled
+to Spark SQL with sqlglot from the very files DuckDB loads, its macros expanded in place. A view
+that Spark cannot run is skipped and recorded with the reason (`SparkViews.not_portable`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from . import packs, reference
+from .catalog import Relation, schema_stamp, sql_dir, tables, view_files
+from .errors import NotPortableError, QueryError, StoreError
+from .store import Store
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from .ingester import IngestResult
+
+BASE_TABLES = tuple(tables())  # runs, events, args, shapes, step_windows, stacks
+_MAX_POSITION = 9223372036854775807
+
+
+# --- ingest ---------------------------------------------------------------------------------------
+
+def _ingest_task(path: str, store: str, name: str | None, labels: dict[str, str] | None, force: bool,
+                 salvage: bool) -> IngestResult:
+    """What one Spark task runs: traceduck's own ingest of one file, in one process."""
+    import traceduck
+
+    (result,) = traceduck.ingest(path, store=store, name=name, labels=labels, force=force, jobs=1, salvage=salvage)
+    return result
+
+
+def ingest(spark: SparkSession, paths, store: str | os.PathLike, labels: dict[str, str] | None = None,
+           force: bool = False, salvage: bool = False) -> list[IngestResult]:
+    """Ingest trace files (or directories of them, searched at any depth) into `store`, one Spark
+    task per file, each running `traceduck.ingest(file, jobs=1)`; returns one `IngestResult` per
+    file, in the order of the files, as `traceduck.ingest` does.
+
+    `store` must be a path every executor sees (a shared file system): each task publishes its run
+    there with the store's atomic, concurrency-safe writes. Run names are the file names; files that
+    share one get their parent directories prefixed, as `traceduck.ingest` names files ingested
+    together. Files found in a directory that are not traces are skipped (`not_a_trace` set)."""
+    from .api import _expand
+    from .ingester.pipeline import default_names, run_name_for
+    from .ingester.reader import sniff
+
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    listed = _expand(paths)
+    files = [f.absolute() for f, _ in listed]
+    store_path = str(Path(store).absolute())
+    Store(store_path, create=True)
+    skipped = {}
+    for f, from_dir in listed:
+        reason = sniff(f) if from_dir else None
+        if reason is not None:
+            from .api import _not_a_trace
+
+            skipped[f.absolute()] = _not_a_trace(f.absolute(), reason)
+    todo = [f for f in files if f not in skipped]
+    if not todo:
+        return [skipped[f] for f in files]
+    names = default_names(todo)
+    # a name is given only where file names collide; else the task's ingest picks it (skipping taken names)
+    chosen = {f: (names[f][0] if names[f][0] != run_name_for(f) else None) for f in todo}
+    work = [(str(f), chosen[f]) for f in todo]
+    rdd = spark.sparkContext.parallelize(work, len(work))
+    results = rdd.map(lambda item: _ingest_task(item[0], store_path, item[1], labels, force, salvage)).collect()
+    by_path = {f: r for f, r in zip(todo, results)}
+    return [skipped.get(f) or by_path[f] for f in files]
+
+
+# --- transpiling ----------------------------------------------------------------------------------
+
+@dataclass
+class Macro:
+    """A DuckDB macro of sql/views: scalar (an expression) or table (a query)."""
+
+    name: str
+    params: list[str]
+    defaults: dict[str, str]  # parameter -> default value (SQL text)
+    body: str
+    is_table: bool
+
+
+_MACRO = re.compile(r"^CREATE\s+(?:OR\s+REPLACE\s+)?MACRO\s+(\w+)\s*\((.*?)\)\s+AS\s+(TABLE\s+)?(.*)$", re.S | re.I)
+
+
+def _statements(text: str) -> list[str]:
+    """The CREATE statements of a SQL file, each from its CREATE line to the line ending in `;`
+    (the rule catalog.parse_sql_file reads them by), comment lines left out."""
+    out, current = [], None
+    for line in text.splitlines():
+        stripped = line.strip()
+        if current is None:
+            if stripped.upper().startswith("CREATE"):
+                current = [line]
+            else:
+                continue
+        else:
+            if stripped.startswith("--"):
+                continue
+            current.append(line)
+        if line.rstrip().endswith(";"):
+            out.append("\n".join(current).rstrip().rstrip(";"))
+            current = None
+    return out
+
+
+@lru_cache(maxsize=1)
+def macros() -> dict[str, Macro]:
+    """Every macro of sql/views, by name."""
+    out = {}
+    for _path, text, _rels in view_files():
+        for stmt in _statements(text):
+            m = _MACRO.match(stmt.strip())
+            if not m:
+                continue
+            name, params_text, table, body = m.groups()
+            params, defaults = [], {}
+            for p in (p.strip() for p in params_text.split(",") if p.strip()):
+                key, sep, default = p.partition(":=")
+                params.append(key.strip())
+                if sep:
+                    defaults[key.strip()] = default.strip()
+            out[name.lower()] = Macro(name, params, defaults, body, bool(table))
+    return out
+
+
+def _parse(sql: str):
+    import sqlglot
+
+    return sqlglot.parse_one(sql, read="duckdb")
+
+
+def _bind(macro: Macro, call, where: str) -> dict[str, object]:
+    """The arguments of a macro call by parameter (positional, then `name := value`, then defaults)."""
+    from sqlglot import exp
+
+    args = list(call.expressions)
+    named = {a.this.name.lower(): a.expression for a in args if isinstance(a, (exp.PropertyEQ, exp.Kwarg))}
+    positional = [a for a in args if not isinstance(a, (exp.PropertyEQ, exp.Kwarg))]
+    bound = {}
+    for i, p in enumerate(macro.params):
+        if i < len(positional):
+            bound[p.lower()] = positional[i]
+        elif p.lower() in named:
+            bound[p.lower()] = named[p.lower()]
+        elif p in macro.defaults:
+            bound[p.lower()] = _parse(f"SELECT {macro.defaults[p]}").expressions[0]
+        else:
+            raise NotPortableError(f"{where}: macro {macro.name} called without its parameter {p}")
+    return bound
+
+
+def _substitute(tree, bound: dict[str, object]):
+    """The macro body with every unqualified column named like a parameter replaced by its argument."""
+    from sqlglot import exp
+
+    def put(node):
+        if isinstance(node, exp.Column) and not node.table and node.name.lower() in bound:
+            value = bound[node.name.lower()].copy()
+            return value if isinstance(value, (exp.Literal, exp.Column, exp.Boolean, exp.Null, exp.Array,
+                                               exp.Subquery)) else exp.Paren(this=value)
+        return node
+
+    return tree.transform(put)
+
+
+def expand_macros(tree, where: str, depth: int = 0):
+    """The query with every call of a sql/views macro replaced by its body: a scalar macro by its
+    expression, a table macro (in FROM or JOIN) by a subquery, macros inside macros too."""
+    from sqlglot import exp
+
+    known = macros()
+    if depth > 20:
+        raise NotPortableError(f"{where}: macros nest too deep to expand")
+
+    def expand(node):
+        if isinstance(node, exp.Table) and isinstance(node.this, exp.Anonymous) and node.this.name.lower() in known:
+            macro = known[node.this.name.lower()]
+            if not macro.is_table:
+                raise NotPortableError(f"{where}: scalar macro {macro.name} used as a table")
+            body = expand_macros(_substitute(_parse(macro.body), _bind(macro, node.this, where)), where, depth + 1)
+            body = _own_ctes(body, macro.name)
+            alias = node.args.get("alias") or exp.TableAlias(this=exp.to_identifier(macro.name))
+            return exp.Subquery(this=body, alias=alias.copy())
+        if isinstance(node, exp.Anonymous) and node.name.lower() in known and not isinstance(node.parent, exp.Table):
+            macro = known[node.name.lower()]
+            if macro.is_table:
+                raise NotPortableError(f"{where}: table macro {macro.name} used as a value")
+            body = _parse(f"SELECT {macro.body}").expressions[0]
+            return exp.Paren(this=expand_macros(_substitute(body, _bind(macro, node, where)), where, depth + 1))
+        return node
+
+    return tree.transform(expand)
+
+
+def tables_read(sql: str, where: str = "query") -> set[str]:
+    """Names of the tables and views a query of sql/ reads, its macros expanded (CTE names left out)."""
+    from sqlglot import exp
+    from sqlglot.errors import SqlglotError
+
+    try:
+        tree = expand_macros(_parse(sql), where)
+    except SqlglotError as e:
+        raise NotPortableError(f"{where}: sqlglot cannot parse it ({str(e).splitlines()[0]})") from None
+    ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
+    return {t.name.lower() for t in tree.find_all(exp.Table) if t.name and t.name.lower() not in ctes}
+
+
+_EXPANSIONS = itertools.count(1)
+
+
+def _own_ctes(body, prefix: str):
+    """The body of an expanded table macro with its CTEs renamed apart (`iv` -> `busy_time_3_iv`): Spark
+    lifts the WITH clauses of subqueries to the top, where two macros' `iv` would collide."""
+    from sqlglot import exp
+
+    names = {c.alias_or_name.lower() for c in body.find_all(exp.CTE)}
+    if not names:
+        return body
+    tag = f"{prefix}_{next(_EXPANSIONS)}_"
+
+    def rename(node):
+        if isinstance(node, exp.CTE) and node.alias_or_name.lower() in names:
+            node.args["alias"].set("this", exp.to_identifier(tag + node.alias_or_name))
+        elif isinstance(node, exp.Table) and not node.db and node.name.lower() in names:
+            alias = node.args.get("alias") or exp.TableAlias(this=exp.to_identifier(node.name))
+            return exp.Table(this=exp.to_identifier(tag + node.name), alias=alias.copy())
+        return node
+
+    return body.transform(rename)
+
+
+_INT_TYPES = {"BIGINT", "INT", "INTEGER", "SMALLINT", "TINYINT", "HUGEINT"}
+
+
+def _spark_fixes(tree, where: str):
+    """Rewrite what sqlglot's DuckDB-to-Spark translation leaves with another meaning in Spark."""
+    from sqlglot import exp
+
+    windows = {}
+    for sel in tree.find_all(exp.Select):
+        for w in sel.args.get("windows") or []:
+            windows[w.this.name.lower()] = w
+
+    def fix(node):
+        # DuckDB rounds a number cast to an integer (half to even); Spark truncates: round first
+        if isinstance(node, exp.Cast) and not isinstance(node, exp.TryCast) \
+                and node.to.this.name in _INT_TYPES and not isinstance(node.this, (exp.Literal, exp.Null)):
+            inner = node.this.this if isinstance(node.this, exp.Paren) else node.this
+            numeric = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.AggFunc, exp.Window)
+            if isinstance(inner, numeric) and not isinstance(inner, exp.Count):
+                return exp.Cast(this=exp.Anonymous(this="BROUND", expressions=[node.this.copy()]), to=node.to.copy())
+        # any_value ignores NULLs in DuckDB
+        if isinstance(node, exp.IgnoreNulls) and isinstance(node.this, exp.AnyValue):
+            node = node.this
+        if isinstance(node, exp.AnyValue):
+            return exp.Anonymous(this="ANY_VALUE", expressions=[node.this.copy(), exp.true()])
+        # quantile_disc(x, q) -> percentile_disc(q) WITHIN GROUP (ORDER BY x), of x's type
+        if isinstance(node, exp.Anonymous) and node.name.lower() == "quantile_disc" or \
+                type(node).__name__ in ("PercentileDisc", "QuantileDisc") and node.args.get("expression") is not None:
+            if isinstance(node, exp.Anonymous):
+                value, q = node.expressions
+            else:
+                value, q = node.this, node.args["expression"]
+            return exp.WithinGroup(this=exp.Anonymous(this="PERCENTILE_DISC", expressions=[q.copy()]),
+                                   expression=exp.Order(expressions=[exp.Ordered(this=value.copy(), nulls_first=False)]))
+        # arg_max/arg_min over a tuple: a struct in Spark
+        if isinstance(node, (exp.ArgMax, exp.ArgMin)) and isinstance(node.expression, exp.Tuple):
+            node.set("expression", exp.Anonymous(this="STRUCT", expressions=[e.copy() for e in node.expression.expressions]))
+            return node
+        # map_extract(m, k)[1]: the value of key k, NULL when absent
+        if isinstance(node, exp.Bracket) and isinstance(node.this, exp.Anonymous) and node.this.name.lower() == "map_extract":
+            return exp.Anonymous(this="TRY_ELEMENT_AT", expressions=[e.copy() for e in node.this.expressions])
+        if isinstance(node, exp.RegexpReplace):
+            pattern = node.expression
+            if node.args.get("single_replace") and not (isinstance(pattern, exp.Literal)
+                                                        and (pattern.this.startswith("^") or pattern.this.endswith("$"))):
+                raise NotPortableError(f"{where}: regexp_replace of the first match only has no Spark equivalent")
+            node.set("single_replace", None)
+            repl = node.args.get("replacement")
+            if isinstance(repl, exp.Literal):  # back-references: \1 in RE2, $1 in Java
+                node.set("replacement", exp.Literal.string(re.sub(r"\\(\d)", r"$\1", repl.this)))
+            return node
+        if isinstance(node, exp.CTE) and node.args.get("materialized") is not None:
+            node.set("materialized", None)
+            return node
+        # OVER (name ORDER BY ...): a named window extended, spelled out
+        if isinstance(node, exp.Window) and isinstance(node.args.get("alias"), exp.Identifier) \
+                and node.args["alias"].name.lower() in windows:
+            base = windows[node.args["alias"].name.lower()]
+            node.set("alias", None)
+            for key in ("partition_by", "order", "spec"):
+                if not node.args.get(key) and base.args.get(key):
+                    node.set(key, base.args[key].copy() if not isinstance(base.args[key], list)
+                             else [e.copy() for e in base.args[key]])
+        # DuckDB ignores a frame given to a ranking or offset function; Spark refuses it
+        if isinstance(node, exp.Window) and node.args.get("spec") is not None and isinstance(
+                node.this, (exp.Lead, exp.Lag, exp.RowNumber, exp.Rank, exp.DenseRank, exp.Ntile, exp.PercentRank,
+                            exp.CumeDist)):
+            node.set("spec", None)
+            return node
+        if isinstance(node, exp.Window) and node.args.get("alias") is None and node.args.get("partition_by") is not None:
+            return node
+        if isinstance(node, exp.Window) and isinstance(node.this, exp.Identifier):  # a reference by name alone
+            return node
+        if isinstance(node, (exp.ArrayAgg,)) and isinstance(node.this, exp.Order):
+            raise NotPortableError(f"{where}: list(... ORDER BY ...) has no ordered Spark equivalent")
+        return node
+
+    return tree.transform(fix)
+
+
+def to_spark_sql(sql: str, where: str = "query") -> str:
+    """DuckDB SQL of sql/ as Spark SQL: macros expanded, then sqlglot's translation, with fixes
+    where the two engines differ in meaning. Raises NotPortableError for what has no equivalent."""
+    from sqlglot.errors import SqlglotError
+
+    try:
+        tree = expand_macros(_parse(sql), where)
+        tree = _spark_fixes(tree, where)
+        return tree.sql(dialect="spark")  # $name parameters become Spark's named parameters :name
+    except SqlglotError as e:
+        raise NotPortableError(f"{where}: sqlglot cannot translate it ({str(e).splitlines()[0]})") from None
+
+
+def _spark_type(duckdb_type: str) -> str:
+    from sqlglot import exp
+
+    return exp.DataType.build(duckdb_type, dialect="duckdb").sql(dialect="spark")
+
+
+def _schema(rel: Relation) -> str:
+    return ", ".join(f"`{c.name}` {_spark_type(c.type)}" for c in rel.columns)
+
+
+# --- registering ----------------------------------------------------------------------------------
+
+@dataclass
+class SparkViews:
+    """What `register` made: the tables and views registered, and the views skipped with why."""
+
+    store: Path
+    run_ids: list[str]
+    tables: list[str] = field(default_factory=list)  # base and reference tables
+    views: list[str] = field(default_factory=list)  # views of sql/views, in load order
+    not_portable: dict[str, NotPortableError] = field(default_factory=dict)  # view -> why it was skipped
+    sql: dict[str, str] = field(default_factory=dict)  # view -> the Spark SQL it was created from
+
+
+_REGISTERED: dict[int, SparkViews] = {}
+
+
+def _table_files(store: Store, run_ids: list[str]) -> dict[str, list[str]]:
+    """Per table, the Parquet files to read: the packs holding only these runs (as DuckDB prefers
+    them), then the other runs' own files; `runs` always from each run's own file."""
+    chosen, left = packs.choose(store, run_ids) if packs.state(store) is not None else ([], run_ids)
+    out = {}
+    for table in tables():
+        if table == "runs":
+            out[table] = [store.run_file(r, "runs.parquet") for r in run_ids]
+        else:
+            out[table] = [str(p / f"{table}.parquet") for p in chosen] + [store.run_file(r, f"{table}.parquet")
+                                                                         for r in left]
+    return out
+
+
+def _reference_frames(spark: SparkSession) -> dict[str, DataFrame]:
+    """The reference tables (reference.py's rows) as Spark DataFrames, typed as sql/views declares."""
+    rels = {rel.name: rel for _p, _t, rs in view_files() for rel in rs if rel.kind == "table"}
+    out = {}
+    for name, columns in reference.tables().items():
+        rel = rels[name]
+        names = [c.name for c in rel.columns]
+        rows = list(zip(*(columns[c] for c in names))) if names else []
+        out[name] = spark.createDataFrame(rows, _schema(rel))
+    return out
+
+
+def _spark_error_types() -> tuple[type[BaseException], ...]:
+    from pyspark.errors import PySparkException
+
+    return (PySparkException,)
+
+
+def register(spark: SparkSession, store: str | os.PathLike) -> SparkViews:
+    """Make the store's tables (`runs`, `events`, `args`, `shapes`, `step_windows`, `stacks`), the
+    reference tables and every portable view of sql/views Spark temporary views of this session.
+    Views are transpiled from the same SQL files DuckDB loads; one that Spark cannot run (or that
+    reads one that cannot) is skipped and recorded in the result's `not_portable` with the reason.
+    The store must be on a path the executors see."""
+    st = Store(store)
+    if not st.runs_dir.is_dir():
+        raise StoreError(f"no store at {st.path}", "Run `traceduck ingest TRACE` first, or pass the store's path")
+    run_ids = st.run_ids()
+    stamp = schema_stamp()
+    stale = [r for r in run_ids if not os.path.exists(st.run_file(r, stamp))]
+    if stale:
+        raise StoreError(f"{len(stale)} run(s) in {st.path} come from another traceduck version",
+                         "Re-ingest their traces with `traceduck ingest TRACE --force`")
+    out = SparkViews(st.path, run_ids)
+    files = _table_files(st, run_ids)
+    for name, rel in tables().items():
+        schema = _schema(rel)
+        df = spark.read.schema(schema).parquet(*files[name]) if files[name] else spark.createDataFrame([], schema)
+        df.createOrReplaceTempView(name)
+        out.tables.append(name)
+    for name, df in _reference_frames(spark).items():
+        df.createOrReplaceTempView(name)
+        out.tables.append(name)
+    errors = _spark_error_types()
+    for path, text, relations in view_files():
+        for rel in relations:
+            if rel.kind != "view":
+                continue
+            where = f"view {rel.name} ({path.name})"
+            body = re.sub(r"^CREATE\s+(OR\s+REPLACE\s+)?VIEW\s+\w+\s+AS\s+", "", rel.body.strip().rstrip(";"), flags=re.I)
+            try:
+                lost = sorted(tables_read(body, where) & set(out.not_portable))
+                if lost:
+                    raise NotPortableError(f"{where}: reads {', '.join(lost)}, which Spark cannot run")
+                sql = to_spark_sql(body, where)
+                out.sql[rel.name] = sql
+                spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW {rel.name} AS {sql}")
+            except NotPortableError as e:
+                out.not_portable[rel.name] = e
+                continue
+            except errors as e:
+                out.not_portable[rel.name] = NotPortableError(f"{where}: Spark refuses it ({_first_line(e)})")
+                continue
+            out.views.append(rel.name)
+    _REGISTERED[id(spark)] = out
+    return out
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0][:300] if text else type(e).__name__
+
+
+# --- reports --------------------------------------------------------------------------------------
+
+def report_sql(name: str, dropped: list[str] | None = None) -> str:
+    """A report of sql/reports as Spark SQL: its rows grouped by run in the order of the runs
+    selected (the view `report_run_order`), then in the report's own order."""
+    from sqlglot import exp
+
+    from .reports import get_report
+
+    report = get_report(name)
+    where = f"report {name}"
+    tree = _parse(report.sql.rstrip().rstrip(";"))
+    columns = [c.name for c in report.columns]
+    if "run_id" in columns and isinstance(tree, exp.Select):
+        run_expr = next((e.this if isinstance(e, exp.Alias) else e for e in tree.expressions
+                         if e.alias_or_name == "run_id"), None)
+        if run_expr is not None:
+            tree = tree.join(exp.Table(this=exp.to_identifier("report_run_order"),
+                                       alias=exp.TableAlias(this=exp.to_identifier("__o"))),
+                             on=exp.EQ(this=exp.column("run_id", table="__o"), expression=run_expr.copy()),
+                             join_type="LEFT")
+            first = exp.Ordered(this=exp.func("coalesce", exp.column("position", table="__o"),
+                                              exp.Literal.number(_MAX_POSITION)), nulls_first=False)
+            order = tree.args.get("order")
+            tree.set("order", exp.Order(expressions=[first] + ([o.copy() for o in order.expressions] if order else [])))
+    sql = to_spark_sql(tree.sql(dialect="duckdb"), where)
+    if dropped:
+        sql = f"SELECT * EXCEPT ({', '.join(dropped)}) FROM ({sql})"
+    return sql
+
+
+def report(spark: SparkSession, name: str, runs: list[str] | None = None, params: list[str] | None = None,
+           store: str | os.PathLike | None = None, keep_run_columns: bool | None = None) -> DataFrame:
+    """A canned report (`traceduck reports` lists them) run in Spark SQL over the views `register`
+    made (of `store`, default: the store last registered in this session), as a Spark DataFrame.
+    `runs` (selections as for `traceduck.open(store).select_runs`) and `params` (`KEY=VALUE`
+    strings) as for `Database.report`; the run selection, the parameters and a report's one-job check
+    are resolved on the driver from the store's `runs` rows. Raises NotPortableError when the
+    report, or a view it reads, cannot run in Spark."""
+    from .api import open as open_store
+    from .jobs import require_one_job
+    from .reports import prepare_report
+
+    views = _REGISTERED.get(id(spark))
+    if store is not None and (views is None or views.store != Store(store).path):
+        views = register(spark, store)
+    if views is None:
+        raise StoreError("no store registered in this Spark session", "Call traceduck.spark.register(spark, STORE) first")
+    with open_store(views.store) as db:
+        prepared = prepare_report(db, name, runs, params, keep_run_columns)
+        if "one_job" in prepared.report.requires:
+            cur = db.cursor()
+            try:
+                require_one_job(cur, prepared.run_ids, name)
+            finally:
+                cur.close()
+    skipped = sorted(tables_read(prepared.report.sql, f"report {name}") & set(views.not_portable))
+    if skipped:
+        reasons = "; ".join(views.not_portable[v].message for v in skipped)
+        raise NotPortableError(f"report {name} reads views Spark cannot run: {reasons}")
+    run_ids = prepared.run_ids
+    spark.createDataFrame([(r,) for r in run_ids], "run_id STRING").createOrReplaceTempView("report_runs")
+    spark.createDataFrame([(r, i + 1) for i, r in enumerate(run_ids)], "run_id STRING, position BIGINT") \
+        .createOrReplaceTempView("report_run_order")
+    sql = report_sql(name, prepared.dropped)
+    try:
+        return spark.sql(sql, args=prepared.bound or None)
+    except _spark_error_types() as e:
+        raise QueryError(f"report {name} failed in Spark: {_first_line(e)}") from None
+
+
+__all__ = ["SparkViews", "expand_macros", "ingest", "macros", "register", "report", "report_sql", "to_spark_sql"]
