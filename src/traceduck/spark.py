@@ -463,33 +463,25 @@ def _first_line(e: BaseException) -> str:
 
 # --- reports --------------------------------------------------------------------------------------
 
-def report_sql(name: str, dropped: list[str] | None = None) -> str:
-    """A report of sql/reports as Spark SQL: its rows grouped by run in the order of the runs
-    selected (the view `report_run_order`), then in the report's own order."""
-    from sqlglot import exp
-
+def report_sql(name: str) -> str:
+    """A report of sql/reports as Spark SQL (its parameters as Spark's named parameters `:name`)."""
     from .reports import get_report
 
-    report = get_report(name)
-    where = f"report {name}"
-    tree = _parse(report.sql.rstrip().rstrip(";"))
-    columns = [c.name for c in report.columns]
-    if "run_id" in columns and isinstance(tree, exp.Select):
-        run_expr = next((e.this if isinstance(e, exp.Alias) else e for e in tree.expressions
-                         if e.alias_or_name == "run_id"), None)
-        if run_expr is not None:
-            tree = tree.join(exp.Table(this=exp.to_identifier("report_run_order"),
-                                       alias=exp.TableAlias(this=exp.to_identifier("__o"))),
-                             on=exp.EQ(this=exp.column("run_id", table="__o"), expression=run_expr.copy()),
-                             join_type="LEFT")
-            first = exp.Ordered(this=exp.func("coalesce", exp.column("position", table="__o"),
-                                              exp.Literal.number(_MAX_POSITION)), nulls_first=False)
-            order = tree.args.get("order")
-            tree.set("order", exp.Order(expressions=[first] + ([o.copy() for o in order.expressions] if order else [])))
-    sql = to_spark_sql(tree.sql(dialect="duckdb"), where)
-    if dropped:
-        sql = f"SELECT * EXCEPT ({', '.join(dropped)}) FROM ({sql})"
-    return sql
+    return to_spark_sql(get_report(name).sql.rstrip().rstrip(";"), f"report {name}")
+
+
+def _in_run_order(df: DataFrame, run_ids: list[str]) -> DataFrame:
+    """The rows grouped by run in the order of `run_ids` (rows of no listed run last), each run's
+    rows in the report's own order, as DuckDB gives them (see reports.report_relation)."""
+    from pyspark.sql import functions as F
+
+    # numbered as they come out of the report's ORDER BY: a nondeterministic column keeps the sort under it
+    numbered = df.withColumn("__row", F.monotonically_increasing_id())
+    positions = F.map_from_arrays(F.array(*[F.lit(r) for r in run_ids]), F.array(*[F.lit(i) for i in range(len(run_ids))])) \
+        if run_ids else None
+    position = F.coalesce(F.try_element_at(positions, F.col("run_id")), F.lit(_MAX_POSITION)) if run_ids \
+        else F.lit(_MAX_POSITION)
+    return numbered.withColumn("__position", position).orderBy("__position", "__row").drop("__position", "__row")
 
 
 def report(spark: SparkSession, name: str, runs: list[str] | None = None, params: list[str] | None = None,
@@ -523,11 +515,12 @@ def report(spark: SparkSession, name: str, runs: list[str] | None = None, params
         raise NotPortableError(f"report {name} reads views Spark cannot run: {reasons}")
     run_ids = prepared.run_ids
     spark.createDataFrame([(r,) for r in run_ids], "run_id STRING").createOrReplaceTempView("report_runs")
-    spark.createDataFrame([(r, i + 1) for i, r in enumerate(run_ids)], "run_id STRING, position BIGINT") \
-        .createOrReplaceTempView("report_run_order")
-    sql = report_sql(name, prepared.dropped)
+    sql = report_sql(name)
     try:
-        return spark.sql(sql, args=prepared.bound or None)
+        df = spark.sql(sql, args=prepared.bound or None)
+        if "run_id" in df.columns:
+            df = _in_run_order(df, run_ids)
+        return df.drop(*prepared.dropped) if prepared.dropped else df
     except _spark_error_types() as e:
         raise QueryError(f"report {name} failed in Spark: {_first_line(e)}") from None
 
