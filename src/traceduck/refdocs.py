@@ -143,9 +143,13 @@ def python_api() -> list[tuple[str, object]]:
 
     out: list[tuple[str, object]] = [(f"traceduck.{name}", getattr(traceduck, name)) for name in PYTHON_FUNCTIONS]
     out += [(f"Database.{name}", getattr(Database, name)) for name in DATABASE_METHODS]
+    from traceduck import spark  # no pyspark import until called
+
+    out += [(f"traceduck.spark.{name}", getattr(spark, name)) for name in SPARK_FUNCTIONS]
     return out
 
 
+SPARK_FUNCTIONS = ["ingest", "register", "report"]  # traceduck[spark]
 PYTHON_FUNCTIONS = ["open", "ingest", "export", "label", "rename", "remove", "compact"]
 DATABASE_METHODS = ["sql", "report", "diff", "export", "runs", "select_runs", "resolve_run", "relations", "describe",
                     "cursor", "scoped", "fetch", "stream", "close"]

@@ -327,6 +327,8 @@ def _spark_fixes(tree, where: str):
             return node
         if isinstance(node, exp.Window) and isinstance(node.this, exp.Identifier):  # a reference by name alone
             return node
+        if isinstance(node, exp.Join) and str(node.args.get("method") or "").upper() in ("ASOF", "POSITIONAL"):
+            raise NotPortableError(f"{where}: Spark SQL has no {node.args['method'].upper()} JOIN")
         if isinstance(node, (exp.ArrayAgg,)) and isinstance(node.this, exp.Order):
             raise NotPortableError(f"{where}: list(... ORDER BY ...) has no ordered Spark equivalent")
         return node
