@@ -156,7 +156,7 @@ def test_every_portable_view_has_duckdbs_row_count(spark, db, views):
         assert got == want, view
 
 
-@pytest.mark.parametrize("name", ["top-kernels", "ranks"])
+@pytest.mark.parametrize("name", ["top-kernels", "ranks", "top-ops"])
 def test_reports_agree_row_for_row(spark, db, views, name):
     from traceduck import spark as tds
     from traceduck.reports import run_report
@@ -202,5 +202,20 @@ def test_not_portable_is_narrow():
     from traceduck.spark import to_spark_sql
 
     assert issubclass(NotPortableError, QueryError)
-    with pytest.raises(NotPortableError, match="ORDER BY"):
-        to_spark_sql("SELECT list(x ORDER BY y) FROM t")
+    with pytest.raises(NotPortableError, match="ASOF JOIN"):
+        to_spark_sql("SELECT * FROM a ASOF JOIN b ON a.k = b.k AND a.t >= b.t")
+
+
+def test_ordered_lists_come_in_duckdbs_order(spark, db, views):
+    """jobs builds list(x ORDER BY ...) FILTER (WHERE ...): Spark's sorted collect_list gives the same lists."""
+    query = "SELECT job_id, runs, ranks, run_names FROM jobs"
+    got = rows_of(spark.sql(query).collect())
+    want = [tuple(value(v) for v in r) for r in db.sql(query).fetchall()]
+    assert want and any(len(r[2]) == 2 for r in want)  # the two ranks make one job
+    assert_same_rows(got, want)
+    from traceduck.spark import to_spark_sql
+
+    rows = spark.sql(to_spark_sql(
+        "SELECT list(x ORDER BY k DESC NULLS LAST) AS a, list(x) FILTER (WHERE x > 9) AS b, first(x ORDER BY k) AS c"
+        " FROM (VALUES (1, 3), (2, NULL), (3, 5)) t(x, k)")).collect()
+    assert [tuple(value(v) for v in r) for r in rows] == [((3, 1, 2), None, 1)]

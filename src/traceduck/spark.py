@@ -329,11 +329,80 @@ def _spark_fixes(tree, where: str):
             return node
         if isinstance(node, exp.Join) and str(node.args.get("method") or "").upper() in ("ASOF", "POSITIONAL"):
             raise NotPortableError(f"{where}: Spark SQL has no {node.args['method'].upper()} JOIN")
-        if isinstance(node, (exp.ArrayAgg,)) and isinstance(node.this, exp.Order):
-            raise NotPortableError(f"{where}: list(... ORDER BY ...) has no ordered Spark equivalent")
+        if isinstance(node, exp.Filter) and isinstance(node.this, exp.ArrayAgg) and isinstance(node.this.this, exp.Order):
+            return _ordered_list(node.this, node.expression)
+        if isinstance(node, exp.ArrayAgg) and isinstance(node.this, exp.Order):
+            return _ordered_list(node, None)
+        if isinstance(node, exp.Filter) and isinstance(node.this, exp.ArrayAgg):
+            return _null_when_empty(exp.Filter(this=exp.Anonymous(this="COLLECT_LIST", expressions=[node.this.this.copy()]),
+                                               expression=node.expression.copy()))
+        if isinstance(node, exp.ArrayAgg) and not isinstance(node.parent, exp.Filter):
+            return _null_when_empty(exp.Anonymous(this="COLLECT_LIST", expressions=[node.this.copy()]))
+        # first(x ORDER BY ...) / last(...): the first / last of the ordered list
+        if isinstance(node, exp.Filter) and isinstance(node.this, (exp.First, exp.Last)) \
+                and isinstance(node.this.this, exp.Order):
+            return _first_of(node.this, node.expression)
+        if isinstance(node, (exp.First, exp.Last)) and isinstance(node.this, exp.Order):
+            return _first_of(node, None)
+        if isinstance(node, exp.Union) and node.args.get("by_name"):
+            raise NotPortableError(f"{where}: Spark SQL has no UNION BY NAME")
         return node
 
     return tree.transform(fix)
+
+
+def _ordered_list(agg, where_clause):
+    """list(x ORDER BY k1, k2 DESC, ...) [FILTER (WHERE ...)] in Spark: collect (k1, k2, ..., x) structs,
+    sort them with a comparator that keeps DuckDB's order (ASC NULLS LAST by default), keep x."""
+    from sqlglot import exp
+
+    order = agg.this
+    keys = list(order.expressions)
+    fields = []
+    for i, k in enumerate(keys):
+        fields += [exp.Literal.string(f"k{i}"), k.this.copy()]
+    fields += [exp.Literal.string("v"), order.this.copy()]
+    collected = exp.Anonymous(this="COLLECT_LIST", expressions=[exp.Anonymous(this="NAMED_STRUCT", expressions=fields)])
+    if where_clause is not None:
+        collected = exp.Filter(this=collected, expression=where_clause.copy())
+    cases = []
+    for i, k in enumerate(keys):
+        left, right = exp.column(f"k{i}", table="__l"), exp.column(f"k{i}", table="__r")
+        nulls_first = bool(k.args.get("nulls_first"))
+        before_null = exp.and_(exp.Is(this=left.copy(), expression=exp.Null()) if nulls_first else
+                               exp.Not(this=exp.Is(this=left.copy(), expression=exp.Null())),
+                               exp.Is(this=right.copy(), expression=exp.Null()) if not nulls_first else
+                               exp.Not(this=exp.Is(this=right.copy(), expression=exp.Null())))
+        after_null = exp.and_(exp.Is(this=right.copy(), expression=exp.Null()) if nulls_first else
+                              exp.Not(this=exp.Is(this=right.copy(), expression=exp.Null())),
+                              exp.Is(this=left.copy(), expression=exp.Null()) if not nulls_first else
+                              exp.Not(this=exp.Is(this=left.copy(), expression=exp.Null())))
+        less = exp.GT if k.args.get("desc") else exp.LT
+        more = exp.LT if k.args.get("desc") else exp.GT
+        cases += [(exp.or_(before_null, less(this=left.copy(), expression=right.copy())), -1),
+                  (exp.or_(after_null, more(this=left.copy(), expression=right.copy())), 1)]
+    case = exp.Case(ifs=[exp.If(this=c, true=exp.Literal.number(v)) for c, v in cases], default=exp.Literal.number(0))
+    comparator = exp.Lambda(this=case, expressions=[exp.to_identifier("__l"), exp.to_identifier("__r")])
+    sort = exp.Anonymous(this="ARRAY_SORT", expressions=[collected, comparator])
+    keep = exp.Lambda(this=exp.column("v", table="__s"), expressions=[exp.to_identifier("__s")])
+    return _null_when_empty(exp.Anonymous(this="TRANSFORM", expressions=[sort, keep]))
+
+
+def _null_when_empty(array):
+    """DuckDB's list() of no rows is NULL, Spark's collect_list an empty array."""
+    from sqlglot import exp
+
+    empty = exp.EQ(this=exp.Anonymous(this="SIZE", expressions=[array.copy()]), expression=exp.Literal.number(0))
+    return exp.Case(ifs=[exp.If(this=empty, true=exp.Null())], default=array)
+
+
+def _first_of(agg, where_clause):
+    """first(x ORDER BY ...) (last: -1) as an element of the ordered list; NULL when no row."""
+    from sqlglot import exp
+
+    listed = _ordered_list(exp.ArrayAgg(this=agg.this.copy()), where_clause)
+    index = exp.Literal.number(1) if isinstance(agg, exp.First) else exp.Neg(this=exp.Literal.number(1))
+    return exp.Anonymous(this="TRY_ELEMENT_AT", expressions=[listed, index])
 
 
 def to_spark_sql(sql: str, where: str = "query") -> str:
