@@ -236,6 +236,41 @@ def test_comm_overlap_matches_the_trace(store, run):
     assert 0 < want[None]["overlap_ns"] < want[None]["comm_ns"]  # partly hidden, partly exposed
 
 
+def test_gpu_time_with_ties_zero_lengths_and_every_kind_at_once(tmp_path):
+    """gpu_time counts all four kinds in one running sum: many intervals of each kind at once, starts
+    and ends at the same instant, zero-length work; every total checked against plain unions."""
+    import random
+
+    rnd = random.Random(7)
+    cats = [("kernel", "gemm"), ("kernel", ALLREDUCE), ("gpu_memcpy", "Memcpy DtoD (Device -> Device)"),
+            ("gpu_memset", "Memset (Device)")]
+    events = []
+    for i in range(400):
+        cat, name = cats[i % 4]
+        ts = rnd.randrange(0, 60) * 5  # coarse times: many ties, up to dozens of one kind running at once
+        dur = rnd.choice([0, 0, 5, 10, 25, 50, 100])
+        events.append({"ph": "X", "cat": cat, "name": name, "pid": 0, "tid": 7 + i % 3, "ts": ts, "dur": dur,
+                       "args": {"device": 0, "stream": 7 + i % 3, "correlation": 1000 + i}})
+    path = write_trace(tmp_path / "ties.json", events)
+    traceduck.ingest(path, store=tmp_path / "s")
+    kinds = defaultdict(list)
+    for e in events:
+        kind = GPU_CATS[e["cat"]]
+        if kind == "kernel":
+            kind = "communication" if comm_kernel(e["name"]) else "compute"
+        kinds[kind].append((ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])))
+    comp, comm, cp, ms = kinds["compute"], kinds["communication"], kinds["memcpy"], kinds["memset"]
+    with traceduck.open(tmp_path / "s") as db:
+        row = db.sql("SELECT busy_ns, compute_ns, communication_ns, memcpy_ns, memset_ns, communication_overlap_ns,"
+                     " exposed_communication_ns, memcpy_overlap_ns, exposed_memcpy_ns, first_ns, last_ns"
+                     " FROM gpu_time()").fetchall()
+    assert row == [(length(comp, comm, cp, ms), length(comp), length(comm), length(cp), length(ms),
+                    length(comm) + length(comp) - length(comm, comp), length(comm, comp) - length(comp),
+                    length(cp) + length(comp) - length(cp, comp), length(cp, comp, comm) - length(comp, comm),
+                    min(s for s, _ in comp + comm + cp + ms), max(e for _, e in comp + comm + cp + ms))]
+    assert 0 < length(comm) + length(comp) - length(comm, comp) < length(comm)  # the case is not trivial
+
+
 # --- collectives bandwidth --------------------------------------------------------------------------
 
 FACTOR = {"allreduce": lambda n: 2 * (n - 1) / n, "broadcast": lambda n: 1.0}

@@ -57,24 +57,33 @@ FROM merged GROUP BY run_id, lane, step, kind;
 -- whose launching call is in the trace (`activity.has_launch`).
 CREATE OR REPLACE MACRO gpu_time(by_step := false, linked_only := false) AS TABLE
 WITH iv AS (
-  SELECT run_id, lane, CASE WHEN by_step THEN step END AS step, kind, ts_ns, end_ns
+  -- each kind counts in its own 31-bit digit of one number, so one running sum carries all four
+  -- counts (a lane never runs 2^31 intervals at once: a run holds far fewer events)
+  SELECT run_id, lane, CASE WHEN by_step THEN step END AS step, ts_ns, end_ns,
+         CASE kind WHEN 'compute' THEN 1 WHEN 'communication' THEN 2147483648
+                   WHEN 'memcpy' THEN 4611686018427387904 WHEN 'memset' THEN 9903520314283042199192993792
+                   ELSE 0 END::HUGEINT AS digit
   FROM activity
   WHERE lane <> 'cpu' AND end_ns >= ts_ns AND (NOT by_step OR step IS NOT NULL) AND (NOT linked_only OR has_launch)
 ), edges AS (
-  SELECT run_id, lane, step, kind, ts_ns AS t, 1 AS d FROM iv
+  SELECT run_id, lane, step, ts_ns AS t, 1 AS d, digit FROM iv
   UNION ALL
-  SELECT run_id, lane, step, kind, end_ns, -1 FROM iv
+  SELECT run_id, lane, step, end_ns, -1, -digit FROM iv
 ), swept AS (
-  -- one sort serves every running count; at equal times only the last edge's stretch is non-empty
-  SELECT run_id, lane, step, t, lead(t) OVER w - t AS len, sum(d) OVER w AS n_all,
-         sum(CASE WHEN kind = 'compute' THEN d ELSE 0 END) OVER w AS n_compute,
-         sum(CASE WHEN kind = 'communication' THEN d ELSE 0 END) OVER w AS n_communication,
-         sum(CASE WHEN kind = 'memcpy' THEN d ELSE 0 END) OVER w AS n_memcpy,
-         sum(CASE WHEN kind = 'memset' THEN d ELSE 0 END) OVER w AS n_memset
-  FROM edges WINDOW w AS (PARTITION BY run_id, lane, step ORDER BY t, d ROWS UNBOUNDED PRECEDING)
+  -- one sort, one running sum; at equal times starts come first, so no count is ever negative,
+  -- and only the last edge's stretch is non-empty
+  SELECT run_id, lane, step, t, lead(t) OVER w - t AS len, sum(digit) OVER w AS counts
+  FROM edges WINDOW w AS (PARTITION BY run_id, lane, step ORDER BY t, d DESC ROWS UNBOUNDED PRECEDING)
+), counted AS (
+  -- each quotient fits a BIGINT (Spark's DIV gives one)
+  SELECT run_id, lane, step, t, len, counts % 2147483648 AS n_compute,
+         (counts % 4611686018427387904) // 2147483648 AS n_communication,
+         (counts % 9903520314283042199192993792) // 4611686018427387904 AS n_memcpy,
+         counts // 9903520314283042199192993792 AS n_memset
+  FROM swept
 )
 SELECT run_id, lane, TRY_CAST(substr(lane, 5) AS BIGINT) AS device, step,
-       coalesce(sum(len) FILTER (WHERE n_all > 0), 0)::BIGINT AS busy_ns,
+       coalesce(sum(len) FILTER (WHERE n_compute + n_communication + n_memcpy + n_memset > 0), 0)::BIGINT AS busy_ns,
        coalesce(sum(len) FILTER (WHERE n_compute > 0), 0)::BIGINT AS compute_ns,
        coalesce(sum(len) FILTER (WHERE n_communication > 0), 0)::BIGINT AS communication_ns,
        coalesce(sum(len) FILTER (WHERE n_memcpy > 0), 0)::BIGINT AS memcpy_ns,
@@ -84,4 +93,4 @@ SELECT run_id, lane, TRY_CAST(substr(lane, 5) AS BIGINT) AS device, step,
        coalesce(sum(len) FILTER (WHERE n_memcpy > 0 AND n_compute > 0), 0)::BIGINT AS memcpy_overlap_ns,
        coalesce(sum(len) FILTER (WHERE n_memcpy > 0 AND n_compute = 0 AND n_communication = 0), 0)::BIGINT AS exposed_memcpy_ns,
        min(t) AS first_ns, max(t) AS last_ns
-FROM swept GROUP BY run_id, lane, step;
+FROM counted GROUP BY run_id, lane, step;

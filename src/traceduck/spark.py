@@ -288,6 +288,9 @@ def _spark_fixes(tree, where: str):
                 value, q = node.this, node.args["expression"]
             return exp.WithinGroup(this=exp.Anonymous(this="PERCENTILE_DISC", expressions=[q.copy()]),
                                    expression=exp.Order(expressions=[exp.Ordered(this=value.copy(), nulls_first=False)]))
+        # HUGEINT: Spark's widest integer is a DECIMAL(38, 0) (gpu_time's packed counts fit in it)
+        if isinstance(node, exp.DataType) and node.this == exp.DataType.Type.INT128:
+            return exp.DataType.build("DECIMAL(38, 0)")
         # arg_max/arg_min over a tuple: a struct in Spark
         if isinstance(node, (exp.ArgMax, exp.ArgMin)) and isinstance(node.expression, exp.Tuple):
             node.set("expression", exp.Anonymous(this="STRUCT", expressions=[e.copy() for e in node.expression.expressions]))
