@@ -26,10 +26,9 @@ matched AS (
          count(*) OVER (PARTITION BY step) AS ranks_in_step
   FROM steps WHERE run_id IN (SELECT run_id FROM sel)
 ), gpu_busy AS (
-  SELECT run_id, sum(busy_ns)::BIGINT AS busy_ns FROM busy_time(['compute', 'communication', 'memcpy', 'memset'], false)
-  WHERE lane LIKE 'gpu:%' AND run_id IN (SELECT run_id FROM sel) GROUP BY run_id
-), communication_busy AS (
-  SELECT run_id, sum(communication_ns)::BIGINT AS busy_ns, sum(exposed_communication_ns)::BIGINT AS exposed_ns
+  -- one sweep gives the union of all GPU work (busy) and of communication, and what of it is exposed
+  SELECT run_id, sum(busy_ns)::BIGINT AS busy_ns, sum(communication_ns)::BIGINT AS communication_ns,
+         sum(exposed_communication_ns)::BIGINT AS exposed_ns
   FROM gpu_time() WHERE run_id IN (SELECT run_id FROM sel) GROUP BY run_id
 ), instances AS (
   -- each collective instance seen on several ranks: who started last, in which step, and how long the others waited
@@ -48,12 +47,12 @@ matched AS (
   SELECT r.run_id, r.name, r.rank,
          (SELECT count(*) FROM step_times s WHERE s.run_id = r.run_id) AS steps,
          (SELECT avg(dur_ns)::BIGINT FROM step_times s WHERE s.run_id = r.run_id) AS step_ns,
-         g.busy_ns AS gpu_busy_ns, c.busy_ns AS communication_ns, c.exposed_ns AS exposed_comm_ns,
+         g.busy_ns AS gpu_busy_ns, g.communication_ns, g.exposed_ns AS exposed_comm_ns,
          (SELECT sum(wait_ns)::BIGINT FROM matched m WHERE m.run_id = r.run_id AND m.ranks_seen > 1) AS collective_wait_ns,
          (SELECT count(*) FROM step_times s WHERE s.run_id = r.run_id AND s.is_slowest AND s.ranks_in_step > 1) AS slowest_steps,
          (SELECT count(*) FROM step_times s WHERE s.run_id = r.run_id AND s.is_fastest AND s.ranks_in_step > 1) AS fastest_steps,
          (SELECT count(*) FROM stragglers s WHERE s.run_id = r.run_id) AS straggler_steps
-  FROM runs r LEFT JOIN gpu_busy g USING (run_id) LEFT JOIN communication_busy c USING (run_id)
+  FROM runs r LEFT JOIN gpu_busy g USING (run_id)
   WHERE r.run_id IN (SELECT run_id FROM sel)
 ), per_collective AS (
   SELECT run_id, 'collective' AS section, rank, collective || ' #' || occurrence AS item, wait_ns AS collective_wait_ns,

@@ -1,3 +1,9 @@
+-- The activity kind of a GPU work item (see `activity`): its work kind for a memcpy or memset,
+-- 'communication' for a kernel of `communication_kernel_names`, else 'compute'.
+CREATE OR REPLACE MACRO activity_kind(item_kind, item_name) AS
+CASE WHEN item_kind IN ('memcpy', 'memset') THEN item_kind
+     WHEN item_name IN (SELECT name FROM communication_kernel_names) THEN 'communication' ELSE 'compute' END;
+
 -- Busy intervals of every lane of a run, for utilization: top-level CPU ops (lane 'cpu', any
 -- thread) and GPU work per device (lane 'gpu:N'), classified as compute, communication (the
 -- kernels of `communication_kernel_names`: NCCL, RCCL and other collective kernels), memcpy or
@@ -16,9 +22,7 @@ SELECT run_id, 'cpu' AS lane, NULL::BIGINT AS device, 'cpu_op' AS kind, step, ev
        NULL::BOOLEAN AS has_launch
 FROM events WHERE is_top_level_op  -- the rows of cpu_ops WHERE is_top_level
 UNION ALL
-SELECT run_id, 'gpu:' || coalesce(device::VARCHAR, '?'), device,
-       CASE WHEN work_kind IN ('memcpy', 'memset') THEN work_kind
-            WHEN name IN (SELECT name FROM communication_kernel_names) THEN 'communication' ELSE 'compute' END,
+SELECT run_id, 'gpu:' || coalesce(device::VARCHAR, '?'), device, activity_kind(work_kind, name),
        step, event_id, ts_ns, ts_ns + dur_ns, launch_event_id IS NOT NULL
 FROM device_work(['kernel', 'memcpy', 'memset']);
 
@@ -56,33 +60,43 @@ FROM merged GROUP BY run_id, lane, step, kind;
 -- its GPU work), the window HTA and TraceLens measure idle time in. linked_only keeps only GPU work
 -- whose launching call is in the trace (`activity.has_launch`).
 CREATE OR REPLACE MACRO gpu_time(by_step := false, linked_only := false) AS TABLE
-WITH iv AS (
+WITH work AS (
+  -- steps and linked_only need each item's launch (`activity`); the whole run does not, and reads
+  -- the GPU events alone (one branch is empty: the optimizer drops it)
+  SELECT run_id, device, CASE WHEN by_step THEN step END AS step, ts_ns, end_ns, kind
+  FROM activity
+  WHERE (by_step OR linked_only) AND lane <> 'cpu' AND end_ns >= ts_ns AND (NOT by_step OR step IS NOT NULL)
+    AND (NOT linked_only OR has_launch)
+  UNION ALL
+  SELECT run_id, device, NULL::BIGINT, ts_ns, ts_ns + dur_ns, activity_kind(work_kind, name)
+  FROM device_events(['kernel', 'memcpy', 'memset'])
+  WHERE NOT (by_step OR linked_only) AND dur_ns >= 0
+), iv AS (
   -- each kind counts in its own 31-bit digit of one number, so one running sum carries all four
-  -- counts (a lane never runs 2^31 intervals at once: a run holds far fewer events)
-  SELECT run_id, lane, CASE WHEN by_step THEN step END AS step, ts_ns, end_ns,
+  -- counts (a device never runs 2^31 intervals at once: a run holds far fewer events)
+  SELECT run_id, device, step, ts_ns, end_ns,
          CASE kind WHEN 'compute' THEN 1 WHEN 'communication' THEN 2147483648
                    WHEN 'memcpy' THEN 4611686018427387904 WHEN 'memset' THEN 9903520314283042199192993792
                    ELSE 0 END::HUGEINT AS digit
-  FROM activity
-  WHERE lane <> 'cpu' AND end_ns >= ts_ns AND (NOT by_step OR step IS NOT NULL) AND (NOT linked_only OR has_launch)
+  FROM work
 ), edges AS (
-  SELECT run_id, lane, step, ts_ns AS t, 1 AS d, digit FROM iv
+  SELECT run_id, device, step, ts_ns AS t, 1 AS d, digit FROM iv
   UNION ALL
-  SELECT run_id, lane, step, end_ns, -1, -digit FROM iv
+  SELECT run_id, device, step, end_ns, -1, -digit FROM iv
 ), swept AS (
   -- one sort, one running sum; at equal times starts come first, so no count is ever negative,
-  -- and only the last edge's stretch is non-empty
-  SELECT run_id, lane, step, t, lead(t) OVER w - t AS len, sum(digit) OVER w AS counts
-  FROM edges WINDOW w AS (PARTITION BY run_id, lane, step ORDER BY t, d DESC ROWS UNBOUNDED PRECEDING)
+  -- and only the last edge's stretch is non-empty. Lanes are devices: partitioned by the number
+  SELECT run_id, device, step, t, lead(t) OVER w - t AS len, sum(digit) OVER w AS counts
+  FROM edges WINDOW w AS (PARTITION BY run_id, device, step ORDER BY t, d DESC ROWS UNBOUNDED PRECEDING)
 ), counted AS (
   -- each quotient fits a BIGINT (Spark's DIV gives one)
-  SELECT run_id, lane, step, t, len, counts % 2147483648 AS n_compute,
+  SELECT run_id, device, step, t, len, counts % 2147483648 AS n_compute,
          (counts % 4611686018427387904) // 2147483648 AS n_communication,
          (counts % 9903520314283042199192993792) // 4611686018427387904 AS n_memcpy,
          counts // 9903520314283042199192993792 AS n_memset
   FROM swept
 )
-SELECT run_id, lane, TRY_CAST(substr(lane, 5) AS BIGINT) AS device, step,
+SELECT run_id, 'gpu:' || coalesce(device::VARCHAR, '?') AS lane, device, step,
        coalesce(sum(len) FILTER (WHERE n_compute + n_communication + n_memcpy + n_memset > 0), 0)::BIGINT AS busy_ns,
        coalesce(sum(len) FILTER (WHERE n_compute > 0), 0)::BIGINT AS compute_ns,
        coalesce(sum(len) FILTER (WHERE n_communication > 0), 0)::BIGINT AS communication_ns,
@@ -93,4 +107,4 @@ SELECT run_id, lane, TRY_CAST(substr(lane, 5) AS BIGINT) AS device, step,
        coalesce(sum(len) FILTER (WHERE n_memcpy > 0 AND n_compute > 0), 0)::BIGINT AS memcpy_overlap_ns,
        coalesce(sum(len) FILTER (WHERE n_memcpy > 0 AND n_compute = 0 AND n_communication = 0), 0)::BIGINT AS exposed_memcpy_ns,
        min(t) AS first_ns, max(t) AS last_ns
-FROM counted GROUP BY run_id, lane, step;
+FROM counted GROUP BY run_id, device, step;
