@@ -17,14 +17,13 @@ step_stats AS (
 ), ops AS (
   SELECT run_id, name, count(*) AS calls, sum(self_dur_ns) AS self_ns,
          row_number() OVER (PARTITION BY run_id ORDER BY sum(self_dur_ns) DESC, name) AS rank
-  FROM cpu_ops WHERE run_id IN (SELECT run_id FROM sel) GROUP BY 1, 2
+  FROM events WHERE is_cpu_op AND run_id IN (SELECT run_id FROM sel) GROUP BY 1, 2  -- the rows of cpu_ops
 ), cpu_tot AS (
   SELECT run_id, sum(self_ns) AS self_ns FROM ops GROUP BY 1
 ), kw AS MATERIALIZED (
   -- every kernel with the duration of the call that launched it (read once, used twice)
-  SELECT w.run_id, w.name, w.dur_ns, w.step, w.is_graph_launched, e.dur_ns AS launch_dur_ns
-  FROM device_work(['kernel']) w LEFT JOIN events e ON e.run_id = w.run_id AND e.event_id = w.launch_event_id
-  WHERE w.run_id IN (SELECT run_id FROM sel)
+  SELECT run_id, name, dur_ns, step, is_graph_launched, launch_dur_ns
+  FROM device_work(['kernel']) WHERE run_id IN (SELECT run_id FROM sel)
 ), kernels AS (
   SELECT run_id, name, count(*) AS calls, sum(dur_ns) AS dur_ns,
          sum(dur_ns) FILTER (WHERE is_graph_launched) AS graph_ns, count(*) FILTER (WHERE is_graph_launched) AS graph_kernels,

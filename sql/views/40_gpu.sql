@@ -66,13 +66,14 @@ JOIN event_categories c ON c.category = g.category AND c.is_device_work AND list
 WHERE g.phase = 'X';
 
 -- GPU work (kernels, copies, sets) linked by correlation to the runtime call that launched it,
--- with the ids of that call's CPU ops, its stack and its profiler step, but no names: the cheap
--- base for utilization (`activity`). `gpu_work` adds the names. `kinds` lists device work kinds
--- of `event_categories` ('kernel', 'memcpy', 'memset'); work_kind says which one a row is.
+-- with the ids of that call's CPU ops, its stack, its duration and its profiler step, but no
+-- names: the cheap base for utilization (`activity`). `gpu_work` adds the names. `kinds` lists
+-- device work kinds of `event_categories` ('kernel', 'memcpy', 'memset'); work_kind says which one
+-- a row is.
 CREATE OR REPLACE MACRO device_work(kinds) AS TABLE
 SELECT g.run_id, g.event_id, g.name, g.ts_ns, g.dur_ns, g.device, g.stream,
        g.correlation, l.event_id AS launch_event_id, l.name AS launch_name,
-       g.ts_ns - l.ts_ns AS queue_delay_ns,
+       g.ts_ns - l.ts_ns AS queue_delay_ns, l.dur_ns AS launch_dur_ns,
        l.op_event_id, l.top_op_event_id, l.stack_id, coalesce(l.is_graph_launch, false) AS is_graph_launched,
        l.step, g.category, g.work_kind
 FROM device_events(kinds) g
