@@ -40,8 +40,8 @@ def spark(tmp_path_factory):
     try:
         session = (SparkSession.builder.master("local[2]").appName("traceduck-tests")
                    .config("spark.sql.session.timeZone", "UTC").config("spark.sql.shuffle.partitions", "2")
-                   .config("spark.ui.enabled", "false")
-                   .config("spark.sql.warehouse.dir", str(tmp_path_factory.mktemp("spark-warehouse"))).config("spark.ui.showConsoleProgress", "false")
+                   .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+                   .config("spark.sql.warehouse.dir", str(tmp_path_factory.mktemp("warehouse")))
                    .getOrCreate())
     except Exception as e:  # noqa: BLE001 - no Java, or Spark cannot start here
         _missing(f"cannot start a local Spark session ({str(e).splitlines()[0] if str(e) else type(e).__name__})")

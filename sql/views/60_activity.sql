@@ -84,20 +84,21 @@ WITH work AS (
   UNION ALL
   SELECT run_id, device, step, end_ns, -1, -digit FROM iv
 ), swept AS (
-  -- one sort, one running sum; at equal times starts come first, so no count is ever negative,
-  -- and only the last edge's stretch is non-empty. Lanes are devices: partitioned by the number
+  -- one sort, one running sum, per device (a lane is a device); at equal times starts come first,
+  -- so no count is ever negative, and only the last edge's stretch is non-empty
   SELECT run_id, device, step, t, lead(t) OVER w - t AS len, sum(digit) OVER w AS counts
   FROM edges WINDOW w AS (PARTITION BY run_id, device, step ORDER BY t, d DESC ROWS UNBOUNDED PRECEDING)
 ), counted AS (
-  -- each quotient fits a BIGINT (Spark's DIV gives one)
-  SELECT run_id, device, step, t, len, counts % 2147483648 AS n_compute,
+  -- the four counts back from their digits (counts > 0: anything runs); each quotient fits a
+  -- BIGINT, as Spark's DIV needs
+  SELECT run_id, device, step, t, len, counts, counts % 2147483648 AS n_compute,
          (counts % 4611686018427387904) // 2147483648 AS n_communication,
          (counts % 9903520314283042199192993792) // 4611686018427387904 AS n_memcpy,
          counts // 9903520314283042199192993792 AS n_memset
   FROM swept
 )
 SELECT run_id, 'gpu:' || coalesce(device::VARCHAR, '?') AS lane, device, step,
-       coalesce(sum(len) FILTER (WHERE n_compute + n_communication + n_memcpy + n_memset > 0), 0)::BIGINT AS busy_ns,
+       coalesce(sum(len) FILTER (WHERE counts > 0), 0)::BIGINT AS busy_ns,
        coalesce(sum(len) FILTER (WHERE n_compute > 0), 0)::BIGINT AS compute_ns,
        coalesce(sum(len) FILTER (WHERE n_communication > 0), 0)::BIGINT AS communication_ns,
        coalesce(sum(len) FILTER (WHERE n_memcpy > 0), 0)::BIGINT AS memcpy_ns,

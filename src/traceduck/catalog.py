@@ -46,35 +46,46 @@ _CREATE = re.compile(r"^CREATE\s+(?:OR\s+REPLACE\s+)?(TABLE|VIEW)\s+(?:IF\s+NOT\
 _COLUMN_DEF = re.compile(r"^\s*(\w+)\s+([A-Z][A-Z0-9_(), \[\]]*?)\s*,?\s*$")
 
 
+def sql_statements(text: str) -> list[tuple[list[str], list[str]]]:
+    """Each CREATE statement of a SQL file (table, view or macro), from its CREATE line to the line
+    ending in `;`, with the comment lines of the block right above it (`--` stripped)."""
+    out: list[tuple[list[str], list[str]]] = []
+    comments: list[str] = []
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        stripped = lines[i].strip()
+        if stripped.startswith("--"):
+            comments.append(stripped[2:].strip())
+            i += 1
+            continue
+        if not stripped.upper().startswith("CREATE"):
+            if not stripped:
+                comments = []
+            i += 1
+            continue
+        body = [lines[i]]
+        i += 1
+        while i < len(lines) and not body[-1].rstrip().endswith(";"):
+            body.append(lines[i])
+            i += 1
+        out.append((comments, body))
+        comments = []
+    return out
+
+
 def parse_sql_file(text: str) -> list[Relation]:
-    """Split a SQL file into CREATE statements with the comment block above each one.
+    """The tables and views of a SQL file with the comment block above each one.
 
     Table columns are read from the column list (each preceded by `-- doc` lines); view
     columns are declared in the comment block as `-- @column name TYPE doc`.
     """
     relations: list[Relation] = []
-    comments: list[str] = []
-    lines = text.splitlines()
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        stripped = line.strip()
-        m = _CREATE.match(stripped)
-        if stripped.startswith("--"):
-            comments.append(stripped[2:].strip())
-            i += 1
-            continue
-        if not m:
-            if not stripped:
-                comments = []
-            i += 1
+    for comments, body_lines in sql_statements(text):
+        m = _CREATE.match(body_lines[0].strip())
+        if not m:  # a macro
             continue
         kind, name = m.group(1).lower(), m.group(2)
-        body_lines = [line]
-        i += 1
-        while i < len(lines) and not body_lines[-1].rstrip().endswith(";"):
-            body_lines.append(lines[i])
-            i += 1
         doc_lines = [c for c in comments if not c.startswith("@column")]
         rel = Relation(name=name, doc=" ".join(doc_lines).strip(), kind=kind, body="\n".join(body_lines))
         if kind == "table":
@@ -85,7 +96,6 @@ def parse_sql_file(text: str) -> list[Relation]:
                     parts = c.split(None, 3)
                     rel.columns.append(Column(parts[1], parts[2], parts[3] if len(parts) > 3 else ""))
         relations.append(rel)
-        comments = []
     return relations
 
 

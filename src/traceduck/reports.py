@@ -268,5 +268,5 @@ def _quoted(column: str) -> str:
     return '"' + column.replace('"', '""') + '"'
 
 
-__all__ = ["PreparedReport", "Report", "ReportError", "all_reports", "get_report", "prepare_report", "report_relation", "report_run_ids", "run_report",
-           "RunSelectionError"]
+__all__ = ["PreparedReport", "Report", "ReportError", "all_reports", "get_report", "prepare_report",
+           "report_relation", "report_run_ids", "run_report", "RunSelectionError"]

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import packs, reference
-from .catalog import Relation, schema_stamp, sql_dir, tables, view_files
+from .catalog import Relation, schema_stamp, sql_statements, tables, view_files
 from .errors import NotPortableError, QueryError, StoreError
 from .store import Store
 
@@ -107,34 +107,14 @@ class Macro:
 _MACRO = re.compile(r"^CREATE\s+(?:OR\s+REPLACE\s+)?MACRO\s+(\w+)\s*\((.*?)\)\s+AS\s+(TABLE\s+)?(.*)$", re.S | re.I)
 
 
-def _statements(text: str) -> list[str]:
-    """The CREATE statements of a SQL file, each from its CREATE line to the line ending in `;`
-    (the rule catalog.parse_sql_file reads them by), comment lines left out."""
-    out, current = [], None
-    for line in text.splitlines():
-        stripped = line.strip()
-        if current is None:
-            if stripped.upper().startswith("CREATE"):
-                current = [line]
-            else:
-                continue
-        else:
-            if stripped.startswith("--"):
-                continue
-            current.append(line)
-        if line.rstrip().endswith(";"):
-            out.append("\n".join(current).rstrip().rstrip(";"))
-            current = None
-    return out
-
-
 @lru_cache(maxsize=1)
 def macros() -> dict[str, Macro]:
     """Every macro of sql/views, by name."""
     out = {}
     for _path, text, _rels in view_files():
-        for stmt in _statements(text):
-            m = _MACRO.match(stmt.strip())
+        for _comments, lines in sql_statements(text):
+            stmt = "\n".join(line for line in lines if not line.strip().startswith("--"))  # comments left out
+            m = _MACRO.match(stmt.strip().rstrip(";"))
             if not m:
                 continue
             name, params_text, table, body = m.groups()
