@@ -4,6 +4,7 @@ replaced, nor for a selection that leaves one of its runs out."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -118,3 +119,143 @@ def test_a_pack_of_some_runs_is_superseded_by_one_of_all(tmp_path, capsys):
     (second,) = os.listdir(store / "packs")
     assert second != first and out.startswith(f"packed 2 runs into {second[:12]} (") and "removed 1 older pack" in out
     assert cli(capsys, "compact", "nosuch", "--store", store)[2].startswith("Error: no run matches 'nosuch'.")
+
+
+def summary_answers(db) -> dict[str, list]:
+    """Every summarized view and gpu_time's four settings, sorted."""
+    out = {v: db.sql(f"SELECT * FROM {v} ORDER BY ALL").fetchall()
+           for v in ("kernel_stats", "kernel_launch_windows", "copy_groups", "op_self_times")}
+    for by_step in ("false", "true"):
+        for linked in ("false", "true"):
+            out[f"gpu_time {by_step} {linked}"] = db.sql(
+                f"SELECT * FROM gpu_time(by_step := {by_step}, linked_only := {linked}) ORDER BY ALL").fetchall()
+    return out
+
+
+def kernel_totals(path: Path) -> dict[str, tuple[int, int]]:
+    """Per kernel name, from plain json: (instances, total duration in ns)."""
+    out: dict[str, tuple[int, int]] = {}
+    for e in load_json(path)["traceEvents"]:
+        if isinstance(e, dict) and e.get("ph") == "X" and e.get("cat") in ("kernel", "Kernel"):
+            n, total = out.get(e["name"], (0, 0))
+            out[e["name"]] = (n + 1, total + int(e["dur"] * 1000))
+    return out
+
+
+@pytest.mark.slow  # 5 s
+def test_summaries_come_from_the_pack_only_where_they_apply(tmp_path):
+    from traceduck import packs
+
+    store = tmp_path / "store"
+    rank0, rank1 = hta_ranks()
+    traceduck.ingest([BUGGY, rank0, rank1], store=store)
+    with traceduck.open(store) as db:
+        before = summary_answers(db)
+        assert [db.sql(f"SELECT count(*) FROM {v}").fetchall() for v in packs.SUMMARIES] == [[(0,)]] * len(packs.SUMMARIES)
+    # the kernel statistics against plain json
+    r0 = run_id_of(rank0)
+    expected = kernel_totals(rank0)
+    assert len(expected) > 10
+    assert {name: (n, total) for run, name, n, total, *_ in before["kernel_stats"] if run == r0} == expected
+
+    traceduck.compact(store=store)
+    (pack,) = os.listdir(store / "packs")
+    packed = store / "packs" / pack
+    assert sorted(f.name for f in packed.iterdir() if "_packed" in f.name) == sorted(f"{v}.parquet" for v in packs.SUMMARIES)
+    with traceduck.open(store) as db:
+        assert db.sql("SELECT getvariable('traceduck_all_summarized')").fetchall() == [(True,)]
+        assert db.sql("SELECT count(DISTINCT run_id) FROM op_self_times_packed").fetchall() == [(3,)]
+        assert summary_answers(db) == before
+
+    # the views read the pack's rows, and compute none for its runs: a changed summary file shows
+    import duckdb
+    stats = packed / "kernel_stats_packed.parquet"
+    duckdb.execute(f"COPY (SELECT * REPLACE (instances + 1000 AS instances) FROM '{stats}') TO '{stats}.new' (FORMAT parquet)")
+    os.replace(f"{stats}.new", stats)
+    marked = sorted((run, name, n + 1000, *rest) for run, name, n, *rest in before["kernel_stats"])
+    with traceduck.open(store) as db:
+        assert db.sql("SELECT * FROM kernel_stats ORDER BY ALL").fetchall() == marked
+        # overview's top kernels (overview reads the view; top-kernels its own rows, see below)
+        top = [detail for _run, _name, section, *_, detail in db.report("overview").fetchall() if section == "top kernel"]
+        assert len(top) == 10 and all(int(d.split()[0]) > 1000 for d in top)
+        # a selection that leaves packed runs out computes its own
+        cur = db.cursor(run_ids=[r0])
+        assert cur.sql("SELECT * FROM kernel_stats ORDER BY ALL").fetchall() == [r for r in before["kernel_stats"] if r[0] == r0]
+        # a session that changes a reference table computes everything with it
+        db.sql("DELETE FROM op_categories WHERE false")
+        assert summary_answers(db) == before
+        assert db.sql("SELECT getvariable('traceduck_all_summarized')").fetchall() == [(False,)]
+
+    # a new run beside the pack: the pack's runs from the pack, the new one computed
+    extra = write_trace(tmp_path / "extra.json", [
+        {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1.0, "dur": 2.0, "args": {"device": 0}}])
+    traceduck.ingest(extra, store=store)
+    with traceduck.open(store) as db:
+        assert db.sql("SELECT getvariable('traceduck_all_summarized')").fetchall() == [(False,)]
+        assert db.sql("SELECT * FROM kernel_stats ORDER BY ALL").fetchall() == sorted(
+            [*marked, (run_id_of(extra), "k", 1, 2000, 2000, 2000, 2000, 2000, None, 1)])
+
+    # summaries from another version of the views are never read; the pack's tables still are
+    manifest = packed / "members.json"
+    doc = json.loads(manifest.read_text())
+    manifest.write_text(json.dumps({**doc, "summaries": "another version"}))
+    with traceduck.open(store) as db:
+        assert str(packed) in sources(db)
+        assert db.sql(f"SELECT * FROM kernel_stats WHERE run_id <> '{run_id_of(extra)}' ORDER BY ALL").fetchall() == \
+            before["kernel_stats"]
+
+
+@pytest.mark.slow  # 10 s
+def test_per_run_reports_come_from_the_pack_with_their_default_parameters(tmp_path):
+    from traceduck.reports import all_reports, report_file
+
+    store = tmp_path / "store"
+    rank0, rank1 = hta_ranks()
+    traceduck.ingest([BUGGY, rank0, rank1], store=store)
+    names = [name for name, r in all_reports().items() if r.per_run]
+    # every report without a job's view of several runs (collectives, overview, ranks)
+    assert set(all_reports()) - set(names) == {"collectives", "overview", "ranks"}
+    with traceduck.open(store) as db:
+        before = {name: db.report(name).fetchall() for name in names}
+        # per run indeed: the rows over all runs are each run's rows on its own, run after run
+        from traceduck.reports import run_report
+        runs = [r for r in (run_id_of(BUGGY), run_id_of(rank0), run_id_of(rank1))]
+        names_order = sorted(runs, key=lambda r: {run_id_of(BUGGY): "buggy", run_id_of(rank0): "sampled_rank-0",
+                                                  run_id_of(rank1): "sampled_rank-1"}[r])
+        for name in names:
+            alone = [row for r in names_order for row in run_report(db, name, runs=[r], keep_run_columns=True)[1]]
+            assert before[name] == alone, name
+        assert sum(map(len, before.values())) > 1000
+        wanted = db.report("top-kernels", limit=3).fetchall()
+        by_step = db.report("comm-overlap", linked_only=True).fetchall()
+    traceduck.compact(store=store)
+    (pack,) = os.listdir(store / "packs")
+    packed = store / "packs" / pack
+    with traceduck.open(store) as db:
+        assert {name: db.report(name).fetchall() for name in names} == before
+        assert db.report("top-kernels", limit=3).fetchall() == wanted
+
+    # the rows are the pack's: a changed file shows (the report computes nothing)
+    import duckdb
+    rows = packed / report_file("top-kernels")
+    duckdb.execute(f"COPY (SELECT * REPLACE (instances + 1000 AS instances) FROM '{rows}') TO '{rows}.new' (FORMAT parquet)")
+    os.replace(f"{rows}.new", rows)
+    at = [c.name for c in all_reports()["top-kernels"].columns].index("instances")
+    marked = [r[:at] + (r[at] + 1000,) + r[at + 1:] for r in before["top-kernels"]]
+    with traceduck.open(store) as db:
+        assert db.report("top-kernels").fetchall() == marked
+        # other parameters, a part of the pack's runs: computed as before
+        assert db.report("comm-overlap", linked_only=True).fetchall() == by_step
+        one = db.report("top-kernels", runs=[run_id_of(rank0)]).fetchall()
+        assert one == [r[2:] for r in before["top-kernels"] if r[0] == run_id_of(rank0)]
+        # a session that changes a reference table computes it with its tables
+        db.sql("DELETE FROM op_categories WHERE false")
+        assert db.report("top-kernels").fetchall() == before["top-kernels"]
+
+    # run names are the runs' own, also after a rename
+    name_at = [c.name for c in all_reports()["top-kernels"].columns].index("run_name")
+    traceduck.rename(run_id_of(rank0), "renamed", store=store)
+    with traceduck.open(store) as db:
+        assert db.sql("SELECT getvariable('traceduck_all_summarized')").fetchall() == [(True,)]
+        assert db.report("top-kernels").fetchall() == [
+            r[:name_at] + ("renamed" if r[0] == run_id_of(rank0) else r[name_at],) + r[name_at + 1:] for r in marked]

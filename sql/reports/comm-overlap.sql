@@ -1,5 +1,6 @@
 -- title: Communication and memcpy overlap with compute
 -- description: Per run (rank): how much of its GPU communication and memory copies ran while compute kernels ran, and how much was exposed (nothing to hide it behind). One row for the whole run (step NULL) and one per profiler step (GPU work belongs to the step of its launch, so work without a launch in the trace counts only in the whole-run row). All times by interval union per device (overlapping work counted once), summed over the run's devices; overlap only counts within one device. Compute is every kernel the communication rule (macro kernel_collective) does not count; memsets are neither. overlap_pct is HTA's get_comm_comp_overlap (communication time while compute runs over communication time); exposed_comm_ns is TraceLens's exposed_comm_time and exposed_memcpy_ns its exposed_memcpy_time. HTA merges the kernels of all devices of a rank into one timeline, traceduck keeps devices apart; for a one-GPU rank both agree.
+-- per-run: true
 -- empty: the selected runs have no GPU kernels
 -- param: linked_only BOOLEAN = false -- count only GPU work whose launching runtime call is in the trace (linked by correlation)
 -- column: run_id VARCHAR -- the run

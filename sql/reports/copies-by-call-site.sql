@@ -1,5 +1,6 @@
 -- title: Largest tensor copies and casts by call site
 -- description: Outermost copies and casts (a `.to()` or `.contiguous()` that returns its input moves nothing and is left out) grouped by call site, op, source dims and dtypes, biggest total bytes moved first: finds a whole buffer cast on every step.
+-- per-run: true
 -- empty: no tensor copies or casts that move data in the selected runs
 -- column: run_id VARCHAR -- run of the copies
 -- column: run_name VARCHAR -- name of the run
@@ -19,18 +20,13 @@
 WITH runs_steps AS (
   SELECT run_id, count(*) AS n_steps FROM steps WHERE run_id IN (SELECT run_id FROM report_runs) GROUP BY run_id
 ), c AS (
-  SELECT run_id, call_site, op_name, dims, src_dtype, dst_dtype,
-         count(*) AS calls, count(step) AS calls_in_steps, max(bytes) AS bytes_per_call,
-         sum(bytes)::BIGINT AS total_bytes, sum(dur_ns)::BIGINT AS total_dur_ns,
-         sum(gpu_dur_ns)::BIGINT AS total_gpu_dur_ns,
-         CASE WHEN count(gpu_dur_ns) = count(*) THEN 'gpu' ELSE 'cpu' END AS time_basis
-  FROM tensor_copies
-  WHERE is_outermost AND run_id IN (SELECT run_id FROM report_runs)
-  GROUP BY ALL
+  -- the groups per run, from the packs where they hold them (view copy_groups)
+  SELECT *, CASE WHEN calls_with_gpu = calls THEN 'gpu' ELSE 'cpu' END AS time_basis
+  FROM copy_groups WHERE run_id IN (SELECT run_id FROM report_runs)
 )
 SELECT c.run_id, r.name AS run_name, c.call_site, c.op_name, c.dims, c.src_dtype, c.dst_dtype, c.calls,
        round(c.calls_in_steps / s.n_steps, 3) AS calls_per_step, c.bytes_per_call, c.total_bytes, c.total_dur_ns,
        c.total_gpu_dur_ns, c.time_basis,
        round(c.total_bytes / nullif(CASE c.time_basis WHEN 'gpu' THEN c.total_gpu_dur_ns ELSE c.total_dur_ns END, 0), 3) AS gb_per_s
 FROM c JOIN runs r USING (run_id) LEFT JOIN runs_steps s USING (run_id)
-ORDER BY c.run_id, c.total_bytes DESC NULLS LAST, c.total_dur_ns DESC
+ORDER BY c.run_id, c.total_bytes DESC NULLS LAST, c.total_dur_ns DESC, c.call_site, c.op_name, c.dims, c.src_dtype, c.dst_dtype

@@ -1,5 +1,6 @@
 -- title: CUDA and HIP graph launches
 -- description: Each graph a run launched (launches that ran the same kernels, from one op and call site): launches, kernels, GPU time and share. With --param capture=RUN, a run that traced the graphs' capture, one row per op inside each graph: a replay's i-th kernel is the i-th launch call captured (see graph_kernel_ops). Without it, op_name is NULL and match is 'no_capture': which op inside a graph issued a kernel is not in a replay's trace.
+-- per-run: true
 -- empty: no CUDA or HIP graph launch (cudaGraphLaunch, hipGraphLaunch) in the selected runs
 -- param: capture RUN = -- run that traced the capture of the graphs (run id, unique prefix or name): attributes each replayed kernel to the op that launched it during capture
 -- column: run_id VARCHAR -- the run

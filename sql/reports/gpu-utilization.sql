@@ -1,5 +1,6 @@
 -- title: GPU utilization
 -- description: Per run and device: compute, communication, memcpy and memset time, each by interval union (overlaps counted once), and idle time over two windows: the whole trace (span) and the device's own window from its first to its last GPU event (as HTA's temporal breakdown and TraceLens measure idle).
+-- per-run: true
 -- empty: no GPU work in the selected runs
 -- column: run_id VARCHAR -- the run
 -- column: run_name VARCHAR -- name of the run

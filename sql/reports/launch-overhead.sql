@@ -1,5 +1,6 @@
 -- title: Launch overhead by op
 -- description: Per CPU op: kernel launches, time spent in launch calls, queue delay measured two ways (kernel start minus launch call start, as traceduck's views do; kernel start minus launch call end, as HTA's launch delay), and kernels shorter than the call that launched them.
+-- per-run: true
 -- empty: no kernel launches linked to a CPU op in the selected runs
 -- column: run_id VARCHAR -- the run
 -- column: run_name VARCHAR -- name of the run

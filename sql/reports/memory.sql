@@ -1,5 +1,6 @@
 -- title: Memory allocations
 -- description: From the profiler's [memory] events: peak allocated memory per device, the largest allocations with the op and call site that made them, and allocations by call site.
+-- per-run: true
 -- empty: no [memory] events: profile with profile_memory=True
 -- column: run_id VARCHAR -- the run
 -- column: run_name VARCHAR -- name of the run
@@ -28,19 +29,21 @@ WITH mem AS (
   LEFT JOIN events o ON o.run_id = mem.run_id AND o.event_id = mem.cpu_op_id
   LEFT JOIN call_sites cs ON cs.run_id = mem.run_id AND cs.stack_id = mem.stack_id
 ), peak AS (
-  SELECT run_id, 'peak' AS section, row_number() OVER (PARTITION BY run_id ORDER BY max(total_allocated) DESC) AS rank,
+  SELECT run_id, 'peak' AS section, row_number() OVER (PARTITION BY run_id ORDER BY max(total_allocated) DESC, device) AS rank,
          device, max(total_allocated) AS bytes, NULL::BIGINT AS allocations,
-         arg_max(op_name, total_allocated) AS op_name, arg_max(call_site, total_allocated) AS call_site,
-         arg_max(ts_ns, total_allocated) AS ts_ns
+         -- where the peak was first reached
+         arg_max(op_name, (total_allocated, -ts_ns, -event_id)) AS op_name,
+         arg_max(call_site, (total_allocated, -ts_ns, -event_id)) AS call_site,
+         arg_max(ts_ns, (total_allocated, -ts_ns, -event_id)) AS ts_ns
   FROM m GROUP BY run_id, device
 ), largest AS (
-  SELECT run_id, 'largest allocation' AS section, row_number() OVER (PARTITION BY run_id ORDER BY bytes DESC, ts_ns) AS rank,
+  SELECT run_id, 'largest allocation' AS section, row_number() OVER (PARTITION BY run_id ORDER BY bytes DESC, ts_ns, event_id) AS rank,
          device, bytes, 1::BIGINT AS allocations, op_name, call_site, ts_ns
   FROM m WHERE bytes > 0
   QUALIFY rank <= 10
 ), by_site AS (
-  SELECT run_id, 'by call site' AS section, row_number() OVER (PARTITION BY run_id ORDER BY sum(bytes) DESC) AS rank,
-         any_value(device) AS device, sum(bytes)::BIGINT AS bytes, count(*) AS allocations, NULL AS op_name,
+  SELECT run_id, 'by call site' AS section, row_number() OVER (PARTITION BY run_id ORDER BY sum(bytes) DESC, coalesce(call_site, '(no Python stack)')) AS rank,
+         min(device) AS device, sum(bytes)::BIGINT AS bytes, count(*) AS allocations, NULL AS op_name,
          coalesce(call_site, '(no Python stack)') AS call_site, min(ts_ns) AS ts_ns
   FROM m WHERE bytes > 0 GROUP BY run_id, coalesce(call_site, '(no Python stack)')
 )

@@ -1,5 +1,6 @@
 -- title: Ops by input shapes and call site
 -- description: Ops grouped by name, the dims of every input, and call site, with calls and self time: one big op or many small ones, and where. Filter with --param op=aten::mul.
+-- per-run: true
 -- empty: no CPU ops (or none matching --param op) in the selected runs
 -- param: op VARCHAR = '' -- only ops with this name ('' for all ops)
 -- column: run_id VARCHAR -- run of the ops

@@ -15,31 +15,26 @@ step_stats AS (
   SELECT run_id, count(*) AS n_steps, avg(dur_ns) AS avg_step_ns
   FROM steps WHERE run_id IN (SELECT run_id FROM sel) GROUP BY 1
 ), ops AS (
-  SELECT run_id, name, count(*) AS calls, sum(self_dur_ns) AS self_ns,
-         row_number() OVER (PARTITION BY run_id ORDER BY sum(self_dur_ns) DESC, name) AS rank
-  FROM events WHERE is_cpu_op AND run_id IN (SELECT run_id FROM sel) GROUP BY 1, 2  -- the rows of cpu_ops
+  -- per run and op name, from the packs where they hold them (as every per-run total below)
+  SELECT run_id, name, calls, self_ns, rank FROM op_self_times WHERE run_id IN (SELECT run_id FROM sel)
 ), cpu_tot AS (
   SELECT run_id, sum(self_ns) AS self_ns FROM ops GROUP BY 1
 ), kw AS MATERIALIZED (
-  -- every kernel with the duration of the call that launched it (read once, used twice)
-  SELECT run_id, name, dur_ns, step, is_graph_launched, launch_dur_ns
-  FROM device_work(['kernel']) WHERE run_id IN (SELECT run_id FROM sel)
+  -- the kernels per profiler step of their launch, against the calls that launched them (used twice)
+  SELECT * FROM kernel_launch_windows WHERE run_id IN (SELECT run_id FROM sel)
 ), kernels AS (
-  SELECT run_id, name, count(*) AS calls, sum(dur_ns) AS dur_ns,
-         sum(dur_ns) FILTER (WHERE is_graph_launched) AS graph_ns, count(*) FILTER (WHERE is_graph_launched) AS graph_kernels,
-         row_number() OVER (PARTITION BY run_id ORDER BY sum(dur_ns) DESC, name) AS rank
-  FROM kw GROUP BY 1, 2
+  SELECT run_id, name, instances AS calls, total_dur_ns AS dur_ns, rank
+  FROM kernel_stats WHERE run_id IN (SELECT run_id FROM sel) AND rank <= 5
 ), gpu_tot AS (
-  SELECT run_id, sum(dur_ns) AS kernel_ns, sum(calls) AS kernels, sum(graph_ns) AS graph_ns,
+  SELECT run_id, sum(dur_ns) AS kernel_ns, sum(kernels) AS kernels, sum(graph_dur_ns) AS graph_ns,
          sum(graph_kernels) AS graph_kernels
-  FROM kernels GROUP BY 1
+  FROM kw GROUP BY 1
 ), copies AS (
-  SELECT run_id, call_site, op_name, dims, src_dtype, dst_dtype, count(*) AS calls, count(step) AS calls_in_steps,
-         count(DISTINCT step) AS steps_with, max(bytes) AS bytes_per_call, sum(bytes) AS total_bytes, sum(dur_ns) AS dur_ns,
-         sum(sum(bytes)) OVER (PARTITION BY run_id) AS run_bytes,
-         row_number() OVER (PARTITION BY run_id ORDER BY sum(bytes) DESC NULLS LAST) AS rank
-  FROM tensor_copies WHERE is_outermost AND run_id IN (SELECT run_id FROM sel)
-  GROUP BY run_id, call_site, op_name, dims, src_dtype, dst_dtype
+  SELECT run_id, call_site, op_name, dims, src_dtype, dst_dtype, calls, calls_in_steps, steps_with, bytes_per_call,
+         total_bytes, total_dur_ns AS dur_ns, sum(total_bytes) OVER (PARTITION BY run_id) AS run_bytes,
+         row_number() OVER (PARTITION BY run_id ORDER BY total_bytes DESC NULLS LAST, total_dur_ns DESC, call_site, op_name, dims,
+                                            src_dtype, dst_dtype) AS rank
+  FROM copy_groups WHERE run_id IN (SELECT run_id FROM sel)
 ), gpu_busy AS MATERIALIZED (
   -- per device, as in gpu-utilization
   SELECT run_id, lane, busy_ns, last_ns - first_ns AS window_ns, communication_ns AS comm_ns,
@@ -71,12 +66,9 @@ step_stats AS (
 ), launch_windows AS (
   -- kernels against the call that launched them, per profiler step (the whole run when it has
   -- no steps); one graph launch starts many kernels, so a graph's kernels are never short
-  SELECT k.run_id, k.step, count(*) AS kernels,
-         count(*) FILTER (WHERE k.dur_ns < k.launch_dur_ns AND NOT k.is_graph_launched) AS short_kernels,
-         coalesce(sum(k.launch_dur_ns - k.dur_ns) FILTER (WHERE k.dur_ns < k.launch_dur_ns AND NOT k.is_graph_launched), 0) AS short_gap_ns
+  SELECT k.run_id, k.step, k.launched_kernels AS kernels, k.short_kernels, k.short_gap_ns
   FROM kw k LEFT JOIN step_stats s ON s.run_id = k.run_id
-  WHERE k.launch_dur_ns IS NOT NULL AND (s.n_steps IS NULL OR k.step IS NOT NULL)
-  GROUP BY k.run_id, k.step
+  WHERE k.launched_kernels > 0 AND (s.n_steps IS NULL OR k.step IS NOT NULL)
 ), launch_bound AS (
   SELECT run_id, count(*) AS windows, count(*) FILTER (WHERE is_bound) AS bound,
          sum(kernels) FILTER (WHERE is_bound) AS kernels, sum(short_kernels) FILTER (WHERE is_bound) AS short_kernels,

@@ -1,5 +1,6 @@
 -- title: Roofline: how close each op runs to the device's limits
 -- description: Ops with a cost model (op_cost; the outermost op with a cost, so nested ops count once) grouped by name, input dims and dtype: calls, GPU time, FLOPs and bytes, achieved TFLOP/s and TB/s against the device's peaks (device_peaks, chosen by the trace's deviceProperties name, or the peak_tflops / peak_tbps parameters), bound, and the GPU time lost against the roofline, biggest loss first. Groups whose run has no known device, or no GPU time, keep NULL peaks and say why in `note`. Kernels inside CUDA/HIP graphs link only to the graph launch: with --param capture=RUN, a run that traced the graphs' capture, each counted op of that run whose subtree issued captured work becomes a row of each replaying run (source 'graph'): calls are the launches of its graph, GPU time the replayed work matched to it (graph_op_time), FLOPs and bytes its cost times the launches, peaks the replaying run's device. Graph work no op takes (all of it without capture) is one row per run with op_name NULL and a note.
+-- per-run: true
 -- empty: no op with a cost model in the selected runs: ops need recorded shapes (profile with record_shapes=True) and a formula in op_categories
 -- param: peak_tflops DOUBLE = -- peak TFLOP/s to use for every dtype instead of the device's (empty: the device's)
 -- param: peak_tbps DOUBLE = -- peak memory bandwidth in TB/s to use instead of the device's (empty: the device's)
@@ -114,4 +115,4 @@ unattributed AS (
 SELECT run_id, run_name, op_name, input_dims, calls, gpu_dur_ns, lost_dur_ns, tflops_per_s, compute_pct, tb_per_s, memory_pct, bound,
        dtype, category, model, source, flops, bytes, intensity, peak_tflops, peak_tbps, roofline_dur_ns, device, note
 FROM out
-ORDER BY run_id, op_name IS NULL, lost_dur_ns DESC NULLS LAST, gpu_dur_ns DESC NULLS LAST, flops DESC NULLS LAST, op_name, input_dims
+ORDER BY run_id, op_name IS NULL, lost_dur_ns DESC NULLS LAST, gpu_dur_ns DESC NULLS LAST, flops DESC NULLS LAST, op_name, input_dims, dtype, category, model, source

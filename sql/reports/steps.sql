@@ -1,5 +1,6 @@
 -- title: Profiler steps
 -- description: Per ProfilerStep window: wall time, CPU busy time (top-level ops, any thread), GPU busy and idle time of the work the step launched, and its kernel count.
+-- per-run: true
 -- empty: no ProfilerStep#N annotation in the selected runs: profile with a schedule and call prof.step() every iteration
 -- column: run_id VARCHAR -- the run
 -- column: run_name VARCHAR -- name of the run

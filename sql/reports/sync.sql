@@ -1,5 +1,6 @@
 -- title: CPU time blocked in synchronizing calls
 -- description: Per run: the runtime and driver calls that block the CPU thread until the GPU is done (macro is_sync_call_name: cudaStreamSynchronize, cudaDeviceSynchronize, cudaEventSynchronize, synchronous cudaMemcpy, hipDeviceSynchronize, hipMemcpyWithStream, ...), grouped by call, the CPU op around it and its Python call site, most blocked time first. While the CPU waits here it launches nothing, so the GPU runs dry after the sync: the host_wait gaps of the idle report often follow these calls. torch's .item(), .cpu(), .tolist(), printing a CUDA tensor and non_blocking=False copies end here.
+-- per-run: true
 -- empty: the selected runs call no synchronizing runtime or driver function (is_sync_call_name), or record no cuda_runtime / cuda_driver events
 -- column: run_id VARCHAR -- the run
 -- column: run_name VARCHAR -- name of the run

@@ -1,5 +1,6 @@
 -- title: Top GPU kernels by total time
 -- description: Kernels grouped by name with count, total, share, average, median, min, max and standard deviation of their durations, like nsys stats cuda_gpu_kern_sum.
+-- per-run: true
 -- empty: no GPU kernels in the selected runs
 -- column: run_id VARCHAR -- run of the kernels
 -- column: run_name VARCHAR -- name of the run
@@ -14,13 +15,8 @@
 -- column: stddev_ns BIGINT -- sample standard deviation of the duration, ns (NULL for one instance)
 -- column: total_ms DOUBLE -- total GPU time in milliseconds
 WITH k AS (
-  -- device_events, not gpu_kernels: the same kernels without their launches and ops, which this
-  -- report does not show (the joins that link them were two thirds of its time at 1,024 runs)
-  SELECT run_id, name, count(*) AS instances, sum(dur_ns)::BIGINT AS total_dur_ns, avg(dur_ns)::BIGINT AS avg_ns,
-         quantile_disc(dur_ns, 0.5) AS med_ns, min(dur_ns) AS min_ns, max(dur_ns) AS max_ns,
-         stddev_samp(dur_ns)::BIGINT AS stddev_ns
-  FROM device_events(['kernel']) WHERE run_id IN (SELECT run_id FROM report_runs)
-  GROUP BY run_id, name
+  -- the statistics per run and kernel name, from the packs where they hold them (view kernel_stats)
+  SELECT * FROM kernel_stats WHERE run_id IN (SELECT run_id FROM report_runs)
 )
 SELECT k.run_id, r.name AS run_name, k.name, k.instances, k.total_dur_ns,
        round(100.0 * k.total_dur_ns / nullif(sum(k.total_dur_ns) OVER (PARTITION BY k.run_id), 0), 2) AS time_pct,

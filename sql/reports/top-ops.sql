@@ -1,5 +1,6 @@
 -- title: Top CPU ops by self time
 -- description: Ops grouped by name (or input shapes, or call site, or op category), like torch's key_averages().table(): calls, self and total time, the GPU kernel time they launched, and the input dims and call site that account for most of the group's self time.
+-- per-run: true
 -- param: group_by VARCHAR = name {name|shape|call_site|category} -- group ops by name, by name and input shapes, by name and Python call site, or by category (op_categories: GEMM, convolution, attention, elementwise, normalisation, reduction, communication, copy, other)
 -- column: run_id VARCHAR -- run of the ops
 -- column: run_name VARCHAR -- name of the run

@@ -47,7 +47,7 @@ WITH iv AS (
 SELECT run_id, lane, step, kind, sum(e - s)::BIGINT AS busy_ns, min(s) AS first_ns, max(e) AS last_ns
 FROM merged GROUP BY run_id, lane, step, kind;
 
--- GPU time per run and device lane (and per profiler step when by_step is true, else step is
+-- The sweep behind `gpu_time`: GPU time per run and device lane (and per profiler step when by_step is true, else step is
 -- NULL; GPU work belongs to the step of its launch, so work without a launch in the trace is left
 -- out of the steps) in one pass over the lane's `activity` rows: every start counts +1 and every
 -- end -1 for its kind; in time order, a running count per kind tells what runs in each stretch
@@ -58,19 +58,22 @@ FROM merged GROUP BY run_id, lane, step, kind;
 -- exposed_memcpy_ns memcpy with neither compute nor communication running (TraceLens's
 -- exposed_memcpy_time); first_ns/last_ns bound the device's own window (first start to last end of
 -- its GPU work), the window HTA and TraceLens measure idle time in. linked_only keeps only GPU work
--- whose launching call is in the trace (`activity.has_launch`).
-CREATE OR REPLACE MACRO gpu_time(by_step := false, linked_only := false) AS TABLE
-WITH work AS (
+-- whose launching call is in the trace (`activity.has_launch`). The runs of skip_runs are left out
+-- (`gpu_time` reads theirs from `gpu_time_packed`).
+CREATE OR REPLACE MACRO gpu_time_swept(by_step := false, linked_only := false, skip_runs := []::VARCHAR[]) AS TABLE
+WITH skipped AS (
+  SELECT unnest(skip_runs) AS run_id
+), work AS (
   -- steps and linked_only need each item's launch (`activity`); the whole run does not, and reads
   -- the GPU events alone (one branch is empty: the optimizer drops it)
   SELECT run_id, device, CASE WHEN by_step THEN step END AS step, ts_ns, end_ns, kind
   FROM activity
   WHERE (by_step OR linked_only) AND lane <> 'cpu' AND end_ns >= ts_ns AND (NOT by_step OR step IS NOT NULL)
-    AND (NOT linked_only OR has_launch)
+    AND (NOT linked_only OR has_launch) AND run_id NOT IN (SELECT run_id FROM skipped)
   UNION ALL
   SELECT run_id, device, NULL::BIGINT, ts_ns, ts_ns + dur_ns, activity_kind(work_kind, name)
   FROM device_events(['kernel', 'memcpy', 'memset'])
-  WHERE NOT (by_step OR linked_only) AND dur_ns >= 0
+  WHERE NOT (by_step OR linked_only) AND dur_ns >= 0 AND run_id NOT IN (SELECT run_id FROM skipped)
 ), iv AS (
   -- each kind counts in its own 31-bit digit of one number, so one running sum carries all four
   -- counts (a device never runs 2^31 intervals at once: a run holds far fewer events)
@@ -109,3 +112,52 @@ SELECT run_id, 'gpu:' || coalesce(device::VARCHAR, '?') AS lane, device, step,
        coalesce(sum(len) FILTER (WHERE n_memcpy > 0 AND n_compute = 0 AND n_communication = 0), 0)::BIGINT AS exposed_memcpy_ns,
        min(t) AS first_ns, max(t) AS last_ns
 FROM counted GROUP BY run_id, device, step;
+
+-- The rows of `gpu_time_swept` for all four parameter settings at once, with the setting in
+-- is_by_step and is_linked_only: what `traceduck compact` writes into a pack for its runs (see
+-- `gpu_time_packed`).
+CREATE OR REPLACE MACRO gpu_time_rows() AS TABLE
+SELECT false AS is_by_step, false AS is_linked_only, * FROM gpu_time_swept(false, false)
+UNION ALL
+SELECT false, true, * FROM gpu_time_swept(false, true)
+UNION ALL
+SELECT true, false, * FROM gpu_time_swept(true, false)
+UNION ALL
+SELECT true, true, * FROM gpu_time_swept(true, true);
+
+-- The `gpu_time_rows` of the packed runs, as `traceduck compact` wrote them into their packs
+-- (computed with the reference tables as traceduck ships them: a session that changes one, or a
+-- pack written by another traceduck version, reads none). Empty here: a store's view file reads
+-- the packs instead (see packs.py).
+-- @column is_by_step BOOLEAN The by_step the row was swept with.
+-- @column is_linked_only BOOLEAN The linked_only the row was swept with.
+-- @column run_id VARCHAR Run of the row.
+-- @column lane VARCHAR 'gpu:N' for device N.
+-- @column device BIGINT GPU index.
+-- @column step BIGINT Profiler step (by_step), else NULL.
+-- @column busy_ns BIGINT Union of all GPU work, ns.
+-- @column compute_ns BIGINT Union of compute kernels, ns.
+-- @column communication_ns BIGINT Union of communication kernels, ns.
+-- @column memcpy_ns BIGINT Union of memcpys, ns.
+-- @column memset_ns BIGINT Union of memsets, ns.
+-- @column communication_overlap_ns BIGINT Communication while compute runs, ns.
+-- @column exposed_communication_ns BIGINT Communication while no compute runs, ns.
+-- @column memcpy_overlap_ns BIGINT Memcpy while compute runs, ns.
+-- @column exposed_memcpy_ns BIGINT Memcpy while neither compute nor communication runs, ns.
+-- @column first_ns BIGINT Start of the device's first GPU work, ns.
+-- @column last_ns BIGINT End of the device's last GPU work, ns.
+CREATE OR REPLACE VIEW gpu_time_packed AS
+SELECT * FROM gpu_time_rows() WHERE false;
+
+-- GPU time per run and device lane, per profiler step too when by_step is true: the columns and
+-- rows of `gpu_time_swept` (see there what each counts), read from `gpu_time_packed` for the runs
+-- a current pack holds (the sweep done once, by `traceduck compact`) and swept for the others.
+CREATE OR REPLACE MACRO gpu_time(by_step := false, linked_only := false) AS TABLE
+SELECT run_id, lane, device, step, busy_ns, compute_ns, communication_ns, memcpy_ns, memset_ns,
+       communication_overlap_ns, exposed_communication_ns, memcpy_overlap_ns, exposed_memcpy_ns, first_ns, last_ns
+FROM gpu_time_packed p WHERE p.is_by_step = by_step AND p.is_linked_only = linked_only
+UNION ALL
+SELECT run_id, lane, device, step, busy_ns, compute_ns, communication_ns, memcpy_ns, memset_ns,
+       communication_overlap_ns, exposed_communication_ns, memcpy_overlap_ns, exposed_memcpy_ns, first_ns, last_ns
+FROM gpu_time_swept(by_step, linked_only, skip_runs := coalesce(getvariable('traceduck_summarized_runs'), []::VARCHAR[]))
+WHERE NOT coalesce(getvariable('traceduck_all_summarized'), false);  -- then planned away

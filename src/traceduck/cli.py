@@ -218,8 +218,9 @@ def compact(
     store: Optional[Path] = StoreOpt,
 ) -> None:
     """Pack the runs' tables into one Parquet file per table, which queries then read instead of one
-    file per run: for stores of hundreds of runs (every rank of a job). The runs stay as they are;
-    removing or replacing a packed run makes queries read its own files again."""
+    file per run, with the per-run summaries the reports sort or join every event for (GPU time,
+    kernel, op and copy statistics): for stores of hundreds of runs (every rank of a job). The runs
+    stay as they are; removing or replacing a packed run makes queries read its own files again."""
     from .api import compact as compact_runs
 
     started = time.perf_counter()

@@ -81,6 +81,10 @@ class Batch(Sequence):
             self._rows = _rows(self._batch, self._fixers)
         return self._rows
 
+    def columns(self) -> list[list]:
+        """The values column by column (as the rows hold them), without making the rows."""
+        return _columns(self._batch, self._fixers)
+
 
 def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
@@ -94,6 +98,11 @@ _CACHE_LAYOUT = "8"  # part of the key: change it when what the view file holds 
 # empty files are (read_parquet needs at least one file; a store without runs reads those).
 _SOURCES = "traceduck_sources"  # directories holding <table>.parquet: packs, then runs
 _EMPTY_DIR = "traceduck_empty_dir"
+# The packs whose summaries are read (packs.SUMMARIES) and their member runs, which the views that
+# read summaries leave out of their own computation.
+_SUMMARY_SOURCES = "traceduck_summary_sources"
+_SUMMARIZED_RUNS = "traceduck_summarized_runs"
+_ALL_SUMMARIZED = "traceduck_all_summarized"  # every run read is summarized: the views compute nothing
 # With the view file, `runs` is its view over this table, which each connection fills itself (see
 # Database). The reference tables are the view file's, in its schema `seed` (last on the search
 # path; a view of the file reads its own `main` first, so that has none), until a session changes
@@ -116,6 +125,12 @@ def _files(table: str) -> str:
     directories of the runs read from their own files), as a SQL expression."""
     return (f"CASE WHEN len(getvariable('{_SOURCES}')) = 0 THEN [getvariable('{_EMPTY_DIR}') || '/{table}.parquet'] "
             f"ELSE list_transform(getvariable('{_SOURCES}'), lambda d: d || '/{table}.parquet') END")
+
+
+def _summary_files(view: str) -> str:
+    """The pack files of a summary (packs.SUMMARIES) in the session's summary sources, as a SQL expression."""
+    return (f"CASE WHEN len(getvariable('{_SUMMARY_SOURCES}')) = 0 THEN [getvariable('{_EMPTY_DIR}') || '/{view}.parquet'] "
+            f"ELSE list_transform(getvariable('{_SUMMARY_SOURCES}'), lambda d: d || '/{view}.parquet') END")
 
 
 def _comments(rel: Relation, kind: str) -> list[str]:
@@ -149,6 +164,15 @@ def cache_key() -> str:
     return h.hexdigest()[:16]
 
 
+@lru_cache(maxsize=1)
+def summaries_key() -> str:
+    """What a pack's summaries depend on (packs.py): the view file's key and the text of the reports."""
+    h = hashlib.sha256(cache_key().encode())
+    for path in sorted((sql_dir() / "reports").glob("*.sql")):
+        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
 def view_cache(store: Store) -> Path | None:
     """STORE/cache/<key>/, written on first use; None where it cannot be: a directory that is not
     a store (no runs/), or a store this process cannot write."""
@@ -176,6 +200,7 @@ def _write_view_cache(store: Store, target: Path) -> Path:
                             "(FORMAT parquet)")
                 con.execute(f"DROP TABLE temp.{rel.name}")
             con.execute(f"SET VARIABLE {_SOURCES} = []::VARCHAR[]")
+            con.execute(f"SET VARIABLE {_SUMMARY_SOURCES} = []::VARCHAR[]")
             con.execute(f"SET VARIABLE {_EMPTY_DIR} = ?", [str(tmp / "empty")])
             statements = []
             for rel in tables().values():
@@ -190,6 +215,12 @@ def _write_view_cache(store: Store, target: Path) -> Path:
             for _path, text, relations in view_files():
                 con.execute(text)
                 con.execute(";\n".join(s for rel in relations for s in _comments(rel, rel.kind.upper())))
+            documented = documented_relations()
+            for view in packs.SUMMARIES:  # empty in sql/: here they read the packs chosen (see packs.py)
+                con.execute(f"COPY (FROM {view} LIMIT 0) TO {_literal(str(tmp / 'empty' / f'{view}.parquet'))} "
+                            "(FORMAT parquet)")
+                con.execute(f"CREATE OR REPLACE VIEW {view} AS SELECT * FROM read_parquet({_summary_files(view)})")
+                con.execute(";\n".join(_comments(documented[view], "VIEW")))
             refs = [rel.name for rel in _reference_tables()]
             reference.fill(con, refs)
             con.execute(";\n".join([f"CREATE SCHEMA {_SEED}"] + [f"CREATE TABLE {_SEED}.{n} AS FROM main.{n}" for n in refs]
@@ -283,22 +314,33 @@ class Database:
                                          + [f"INSERT INTO {rel.name} FROM {CACHE_ALIAS}.{_SEED}.{rel.name}" for rel in refs]
                                          + [s for rel in refs for s in _comments(rel, "TABLE")]))
             self._own_refs = True
+            if self._listed is not None:
+                self._point(self.con, self._listed)  # summaries no longer apply
         return True
 
     def _point(self, con: duckdb.DuckDBPyConnection, runs: list[str]) -> None:
         """Make a connection of this Database read the view file's views over `runs`."""
         con.execute(f"SET search_path = '{','.join(f'{d}.{s}' for d, s in self._catalogs)}'")
-        con.execute(f"SET VARIABLE {_SOURCES} = ?::VARCHAR[]", [self._sources_for(runs)])
+        sources, summary_sources, summarized = self._sources_for(runs)
+        if self._own_refs:  # the summaries were made with the shipped reference tables
+            summary_sources, summarized = [], []
+        con.execute(f"SET VARIABLE {_SOURCES} = ?::VARCHAR[]", [sources])
+        con.execute(f"SET VARIABLE {_SUMMARY_SOURCES} = ?::VARCHAR[]", [summary_sources])
+        con.execute(f"SET VARIABLE {_SUMMARIZED_RUNS} = ?::VARCHAR[]", [summarized])
+        con.execute(f"SET VARIABLE {_ALL_SUMMARIZED} = ?", [bool(runs) and len(summarized) == len(runs)])
         con.execute(f"SET VARIABLE {_EMPTY_DIR} = ?", [str(self._cache / "empty")])
 
-    def _sources_for(self, runs: list[str]) -> list[str]:
+    def _sources_for(self, runs: list[str]) -> tuple[list[str], list[str], list[str]]:
         """The directories to read `runs` from: the packs that hold only runs among them, then the
-        other runs' own directories (see packs.py). Chosen once per listing of the store."""
+        other runs' own directories (see packs.py); the chosen packs whose summaries are current,
+        and their member runs. Chosen once per listing of the store."""
         # a run replaced (ingest --force) has a new runs.parquet, so a new stamp: its packs go stale
         key = (tuple(runs), packs.state(self.store), _stamps_key({r: self._stamps.get(r) for r in runs}))
         if self._sources is None or self._sources[0] != key:
             chosen, left = packs.choose(self.store, runs) if key[1] is not None else ([], runs)
-            self._sources = (key, [str(p) for p in chosen] + [self.store.run_file(r, "").rstrip(os.sep) for r in left])
+            summarized = [p for p in chosen if p.summaries == summaries_key()]
+            self._sources = (key, ([str(p.path) for p in chosen] + [self.store.run_file(r, "").rstrip(os.sep) for r in left],
+                                   [str(p.path) for p in summarized], sorted(r for p in summarized for r in p.members)))
         return self._sources[1]
 
     def _create_views(self) -> None:
@@ -791,14 +833,18 @@ def query_error(e: Exception) -> QueryError:
 _NESTED = {"list", "array", "map", "struct", "union"}
 
 
-def _rows(batch, fixers: list) -> list[tuple]:
+def _columns(batch, fixers: list) -> list[list]:
     cols = []
     for array, fix in zip(batch.columns, fixers):
         values = array.to_pylist()
         if fix is not None:
             values = [None if v is None else fix(v) for v in values]
         cols.append(values)
-    return list(zip(*cols))
+    return cols
+
+
+def _rows(batch, fixers: list) -> list[tuple]:
+    return list(zip(*_columns(batch, fixers)))
 
 
 def _python_fixer(t: duckdb.sqltypes.DuckDBPyType) -> Callable[[object], object] | None:

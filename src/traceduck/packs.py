@@ -1,7 +1,9 @@
 """Packs: the tables of many runs in one Parquet file each, which readers prefer to the runs' own.
 
     STORE/packs/<pack_id>/<table>.parquet   the rows of every member run, in run_id order
-    STORE/packs/<pack_id>/members.json      {"runs": {run_id: [inode, mtime_ns, size] of its events.parquet}}
+    STORE/packs/<pack_id>/<summary>.parquet the rows of a query of sql/views over the member runs (SUMMARIES)
+    STORE/packs/<pack_id>/members.json      {"runs": {run_id: [inode, mtime_ns, size] of its events.parquet},
+                                             "summaries": the key of what they were computed with}
 
 A query over a store of many runs (every rank of a job) reads each table's file of every run,
 and DuckDB pays about a millisecond per file per scan: 1,024 runs cost a second for every scan
@@ -14,6 +16,13 @@ reads and each member's events.parquet is the very file the pack was made from (
 by `ingest --force` has new files), so a pack can go stale but never be read stale. `runs` is
 never packed: its rows change (labels, names). Removing a run removes the packs that hold it;
 `compact` removes stale packs and the packs a new one supersedes.
+
+A pack also holds summaries, computed once when it is written: the rows of views that cost a
+sort or join over every event (SUMMARIES: the sweep of `gpu_time`, kernel, launch, copy and op
+statistics), and each per-run report's rows with its default parameters (`report-<name>.parquet`,
+see reports.py). Readers take a summary's rows from the packs whose summaries key is this
+version's (db.summaries_key: the views, the reference data and the reports), in a session that has
+not changed a reference table, and compute the rest: a summary is never read stale either.
 """
 
 from __future__ import annotations
@@ -33,6 +42,12 @@ from .store import REMOVE_GRACE_S, Store
 PACKS_DIR = "packs"
 MANIFEST = "members.json"
 _PACK_ID = re.compile(r"[0-9a-f]{24}")
+# summary view of sql/views (empty there) -> the query of sql/views whose rows of the member runs a pack
+# holds in <summary view>.parquet, which the view then reads (see db.py)
+SUMMARIES = {"gpu_time_packed": "FROM gpu_time_rows()", "kernel_stats_packed": "FROM kernel_stats_of()",
+             "kernel_launch_windows_packed": "FROM kernel_launch_windows_of()",
+             "copy_groups_packed": "FROM copy_groups_of()", "op_self_times_packed": "FROM op_self_times_of()"}
+REPORT_CHUNK = 128  # runs per pass when computing the per-run reports' rows for a pack
 LEFTOVER_S = 3600  # a pack directory without a manifest this old is a removal killed midway
 
 
@@ -58,6 +73,7 @@ def data_stamp(store: Store, run_id: str) -> tuple[int, int, int] | None:
 class Pack:
     path: Path
     members: dict[str, tuple[int, int, int]]
+    summaries: str | None = None  # db.summaries_key of its summaries (None: a pack without summaries)
 
     @property
     def pack_id(self) -> str:
@@ -86,21 +102,24 @@ def list_packs(store: Store) -> list[Pack]:
         if not _PACK_ID.fullmatch(entry.name):
             continue
         try:
-            members = json.loads((Path(entry.path) / MANIFEST).read_text())["runs"]
-        except (OSError, ValueError, KeyError, TypeError):
+            manifest = json.loads((Path(entry.path) / MANIFEST).read_text())
+            members = manifest["runs"]
+            summaries = manifest.get("summaries")
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             continue  # being removed, or not a pack: never read
-        out.append(Pack(Path(entry.path), {r: tuple(s) for r, s in members.items()}))
+        out.append(Pack(Path(entry.path), {r: tuple(s) for r, s in members.items()},
+                        summaries if isinstance(summaries, str) else None))
     return out
 
 
-def choose(store: Store, runs: list[str]) -> tuple[list[Path], list[str]]:
+def choose(store: Store, runs: list[str]) -> tuple[list[Pack], list[str]]:
     """The packs to read for `runs` (largest first, no run twice, none holding another run) and the
     runs left to read from their own files."""
     left = set(runs)
     chosen = []
     for pack in sorted(list_packs(store), key=lambda p: (-len(p.members), p.pack_id)):
         if pack.members and set(pack.members) <= left and pack.is_current(store):
-            chosen.append(pack.path)
+            chosen.append(pack)
             left -= set(pack.members)
     return chosen, [r for r in runs if r in left]
 
@@ -120,6 +139,8 @@ def compact(store: Store, run_ids: list[str]) -> CompactResult:
     it holds) and the stale ones. Runs written with other columns are left out (re-ingest them)."""
     import duckdb
 
+    from .db import Database, summaries_key
+
     stamp = schema_stamp()
     runs = sorted(r for r in run_ids if os.path.exists(store.run_file(r, stamp)))
     skipped = sorted(set(run_ids) - set(runs))
@@ -127,7 +148,8 @@ def compact(store: Store, run_ids: list[str]) -> CompactResult:
         return CompactResult(None, [], skipped, 0, _remove(store, [p for p in list_packs(store)
                                                                    if not p.is_current(store)]))
     members = {r: data_stamp(store, r) for r in runs}
-    pack_id = _pack_id(members)
+    key = summaries_key()
+    pack_id = _pack_id(members, key)
     target = packs_dir(store) / pack_id
     if (target / MANIFEST).is_file():  # these very runs are packed already
         size = sum(f.stat().st_size for f in target.iterdir())
@@ -146,10 +168,22 @@ def compact(store: Store, run_ids: list[str]) -> CompactResult:
                              "A run may have been removed or replaced meanwhile: run `traceduck compact` again") from None
         finally:
             con.close()
+        # the summaries, computed over the member runs (never read from another pack's summaries)
+        db = Database(store, run_ids=runs)
+        try:
+            for view, query in SUMMARIES.items():
+                db.con.execute(f"COPY ({query} ORDER BY ALL) TO '{tmp / (view + '.parquet')}' "
+                               "(FORMAT parquet, COMPRESSION zstd)")
+        except duckdb.Error as e:
+            raise StoreError(f"cannot summarize the runs of {store.path} ({str(e).splitlines()[0]})",
+                             "A run may have been removed or replaced meanwhile: run `traceduck compact` again") from None
+        finally:
+            db.close()
+        _write_report_rows(store, runs, tmp)
         if {r: data_stamp(store, r) for r in runs} != members:
             raise StoreError(f"runs of {store.path} were replaced or removed while packing",
                              "Run `traceduck compact` again")
-        (tmp / MANIFEST).write_text(json.dumps({"runs": members}))
+        (tmp / MANIFEST).write_text(json.dumps({"runs": members, "summaries": key}))
         size = sum(f.stat().st_size for f in tmp.iterdir())
         packs_dir(store).mkdir(exist_ok=True)
         try:
@@ -160,6 +194,38 @@ def compact(store: Store, run_ids: list[str]) -> CompactResult:
     finally:
         store.discard(tmp)
     return CompactResult(pack_id, runs, skipped, size, _remove_superseded(store, pack_id, runs))
+
+
+def _write_report_rows(store: Store, runs: list[str], tmp: Path) -> None:
+    """Each per-run report's rows of these runs with its default parameters (reports.per_run_rows),
+    computed over REPORT_CHUNK runs at a time (a report's memory grows with the runs it covers) and
+    written to one file per report."""
+    import duckdb
+
+    from .db import Database
+    from .reports import all_reports, per_run_rows, report_file
+
+    names = [name for name, report in all_reports().items() if report.per_run]
+    for i in range(0, len(runs), REPORT_CHUNK):
+        db = Database(store, run_ids=runs[i:i + REPORT_CHUNK])
+        try:
+            for name in names:
+                per_run_rows(db, name).to_parquet(str(tmp / f"{name}.{i}.part"))
+        except duckdb.Error as e:
+            raise StoreError(f"cannot summarize the runs of {store.path} ({str(e).splitlines()[0]})",
+                             "A run may have been removed or replaced meanwhile: run `traceduck compact` again") from None
+        finally:
+            db.close()
+    con = duckdb.connect()
+    try:
+        for name in names:
+            parts = sorted(tmp.glob(f"{name}.*.part"), key=lambda p: int(p.name.split(".")[-2]))
+            con.execute(f"COPY (FROM read_parquet(?)) TO '{tmp / report_file(name)}' (FORMAT parquet, COMPRESSION zstd)",
+                        [[str(p) for p in parts]])
+            for part in parts:
+                part.unlink()
+    finally:
+        con.close()
 
 
 def _remove_superseded(store: Store, pack_id: str, runs: list[str]) -> int:
@@ -183,10 +249,11 @@ def remove_holding(store: Store, run_ids: list[str]) -> int:
     return _remove(store, [p for p in list_packs(store) if gone & set(p.members)])
 
 
-def _pack_id(members: dict[str, tuple]) -> str:
+def _pack_id(members: dict[str, tuple], summaries: str) -> str:
+    """Names the member runs and the views the summaries come from: another version packs anew."""
     import hashlib
 
-    return hashlib.blake2b(repr(sorted(members.items())).encode(), digest_size=12).hexdigest()
+    return hashlib.blake2b(repr((sorted(members.items()), summaries)).encode(), digest_size=12).hexdigest()
 
 
 def _remove(store: Store, packs: list[Pack]) -> int:

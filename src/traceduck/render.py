@@ -96,14 +96,24 @@ def _write_json(columns: list[str], batches: Iterable[Sequence[tuple]], out: Tex
     option = orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS
     first = True
     out.write("[")
-    for rows in batches:
-        if not rows:
-            continue
-        text = orjson.dumps([dict(zip(columns, row)) for row in rows], default=_default, option=option).decode()
+    for rows in _slices(batches):
+        # a batch of the database's streams its columns: no list of row tuples is made (and tracked by
+        # the garbage collector) on the way to the row objects
+        values = zip(*rows.columns()) if hasattr(rows, "columns") else rows
+        text = orjson.dumps([dict(zip(columns, row)) for row in values], default=_default, option=option).decode()
         # one batch's array without its brackets: the batches join into one array, indented alike
         out.write(("\n" if first else ",\n") + text[2:-2])
         first = False
     out.write("]\n" if first else "\n]\n")
+
+
+def _slices(batches: Iterable[Sequence[tuple]], rows: int = 10_000) -> Iterator[Sequence[tuple]]:
+    """The non-empty batches, a long list of rows in slices: the text of one slice at a time is in memory."""
+    for batch in batches:
+        if isinstance(batch, list) and len(batch) > rows:
+            yield from (batch[i:i + rows] for i in range(0, len(batch), rows))
+        elif batch:
+            yield batch
 
 
 def _write_csv(columns: list[str], batches: Iterable[Sequence[tuple]], out: TextIO, nested: list[bool] | None) -> None:

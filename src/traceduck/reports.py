@@ -6,11 +6,15 @@
     -- param: capture RUN = -- a run selection, bound as the one run id it selects (NULL when not given)
     -- column: call_site VARCHAR -- what the column holds
     -- requires: one_job
+    -- per-run: true
     SELECT ...
 
 Parameters are bound ($name), never pasted into the SQL. Reports read the runs to cover from
 the table `report_runs`, which the runner fills with the selected runs. `requires: one_job`
 makes the runner refuse runs of several jobs, or two runs of one rank (see jobs.py).
+`per-run: true` says that each run's rows depend on that run alone (no other run's data, as the
+reports of a job do): `traceduck compact` then writes each member run's rows with the default
+parameters into the pack, and the runner reads them from there (see packs.py and report_relation).
 """
 
 from __future__ import annotations
@@ -69,6 +73,7 @@ class Report:
     path: Path
     requires: list[str] = field(default_factory=list)  # checks before running: one_job
     empty: str = ""  # what an empty answer means (the header's `-- empty:` line), shown instead of a bare table
+    per_run: bool = False  # each run's rows depend on that run alone (the header's `-- per-run: true`)
 
 
 def parse_report(path: Path) -> Report:
@@ -79,6 +84,7 @@ def parse_report(path: Path) -> Report:
     columns: list[Column] = []
     requires: list[str] = []
     empty = ""
+    per_run = False
     for line in text.splitlines():
         if not line.startswith("--"):
             break
@@ -104,11 +110,15 @@ def parse_report(path: Path) -> Report:
             if not m:
                 raise ValueError(f"{path.name}: bad column line: {value}")
             columns.append(Column(*m.groups()))
+        elif key == "per-run":
+            if value not in ("true", "false"):
+                raise ValueError(f"{path.name}: per-run is true or false: {value}")
+            per_run = value == "true"
         elif key == "requires":
             requires += value.replace(",", " ").split()
             if not set(requires) <= {"one_job"}:
                 raise ValueError(f"{path.name}: unknown requirement: {value}")
-    return Report(path.stem, title, description, params, columns, text, path, requires, empty)
+    return Report(path.stem, title, description, params, columns, text, path, requires, empty, per_run)
 
 
 @lru_cache(maxsize=1)
@@ -221,6 +231,8 @@ def report_relation(db: Database, name: str, runs: list[str] | None = None, para
                     "SELECT unnest($ids::VARCHAR[]) AS run_id, generate_subscripts($ids::VARCHAR[], 1) AS position",
                     {"ids": run_ids})
         sql = report.sql.rstrip().rstrip(";")
+        if _reads_pack(cur, prepared):
+            return cur.sql(_packed_rows_sql(report, dropped, limit))
         # the header's columns (a test holds them equal to the query's): binding a report's views
         # costs more than running it on a small store, so it is bound once, below
         if "run_id" in [c.name for c in report.columns]:
@@ -241,6 +253,47 @@ def report_relation(db: Database, name: str, runs: list[str] | None = None, para
         cur.close()
         raise QueryError(f"report {name} failed: {_first_line(str(e))}") from None
     return rel
+
+
+def report_file(name: str) -> str:
+    """The file of a pack that holds a per-run report's rows."""
+    return f"report-{name}.parquet"
+
+
+def _reads_pack(cur: duckdb.DuckDBPyConnection, prepared: PreparedReport) -> bool:
+    """Whether the rows come from the packs: a per-run report with its default parameters over runs
+    that the chosen packs all summarize (the cursor's variables, see db.py)."""
+    report = prepared.report
+    if not report.per_run or prepared.other_runs or not prepared.run_ids:
+        return False
+    if any(prepared.bound.get(p.name, p.default) != p.default for p in report.params):
+        return False
+    return bool(cur.execute("SELECT coalesce(getvariable('traceduck_all_summarized'), false)").fetchall()[0][0])
+
+
+def _packed_rows_sql(report: Report, dropped: list[str], limit: int | None) -> str:
+    """The rows of a per-run report from the packs' files (see packs.compact), in the order
+    report_relation gives: runs in the order of report_run_order, each run's rows in the report's."""
+    files = (f"list_transform(getvariable('traceduck_summary_sources'), lambda d: d || '/{report_file(report.name)}')")
+    columns = ", ".join(f"r.name AS run_name" if c.name == "run_name" else f"CAST(s.{_quoted(c.name)} AS {c.type}) AS {_quoted(c.name)}"
+                        for c in report.columns if c.name not in dropped)
+    keep = "" if limit is None else f"AND s.__pos <= {int(limit)}"
+    return (f"SELECT {columns} FROM read_parquet({files}) s JOIN runs r USING (run_id) "
+            f"JOIN report_run_order o ON o.run_id = s.run_id WHERE true {keep} ORDER BY o.position, s.__pos")
+
+
+def per_run_rows(db: Database, name: str) -> duckdb.DuckDBPyRelation:
+    """A per-run report's rows over every run of `db` with its default parameters, each with its
+    position within its run (__pos) and without run_name (names change), on a cursor of its own:
+    what `traceduck compact` writes into a pack (report_file)."""
+    prepared = prepare_report(db, name, keep_run_columns=True)
+    report = prepared.report
+    cur = db.cursor()
+    cur.execute("CREATE OR REPLACE TEMP TABLE report_runs AS SELECT unnest(?::VARCHAR[]) AS run_id", [prepared.run_ids])
+    sql = report.sql.rstrip().rstrip(";")
+    drop = ", run_name" if "run_name" in [c.name for c in report.columns] else ""
+    return cur.sql(f"SELECT * EXCLUDE (__row{drop}), row_number() OVER (PARTITION BY run_id ORDER BY __row) AS __pos "
+                   f"FROM (SELECT row_number() OVER () AS __row, * FROM ({sql}))", params=prepared.bound)
 
 
 def run_report(db: Database, name: str, runs: list[str] | None = None, params: list[str] | None = None,
@@ -268,5 +321,5 @@ def _quoted(column: str) -> str:
     return '"' + column.replace('"', '""') + '"'
 
 
-__all__ = ["PreparedReport", "Report", "ReportError", "all_reports", "get_report", "prepare_report",
-           "report_relation", "report_run_ids", "run_report", "RunSelectionError"]
+__all__ = ["PreparedReport", "Report", "ReportError", "all_reports", "get_report", "per_run_rows", "prepare_report",
+           "report_file", "report_relation", "report_run_ids", "run_report", "RunSelectionError"]
