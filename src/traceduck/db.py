@@ -696,6 +696,29 @@ class Database:
 
         return Stream(list(rel.columns), [t.id in _NESTED for t in rel.types], batches())
 
+    def stream_query(self, cur: duckdb.DuckDBPyConnection, sql: str, params: dict | list | None = None,
+                     batch_rows: int = 10_000) -> Stream:
+        """A query's rows on `cur` (a connection of `cursor()`) in batches of Python rows: `fetchall()`'s
+        values, fetched a batch at a time (no Arrow, so nothing more to import for a small answer, as
+        `stream` has). Query errors, also mid-way, become QueryError."""
+        def first():
+            result = cur.execute(sql, params)
+            return result, result.fetchmany(batch_rows)
+
+        result, batch = self._retrying(first, refresh=False)
+        types = [d[1] for d in result.description]
+
+        def batches() -> Iterator[Sequence[tuple]]:
+            current = batch
+            while current:
+                yield current
+                try:
+                    current = result.fetchmany(batch_rows)
+                except (duckdb.Error, OSError) as e:
+                    raise query_error(e) from None
+
+        return Stream([d[0] for d in result.description], [t.id in _NESTED for t in types], batches())
+
     def _retrying(self, run: Callable[[], T], refresh: bool) -> T:
         """run(); again (over a fresh list of runs when `refresh`) while a run's file turns out
         gone mid-replace; any other DuckDB error becomes QueryError."""

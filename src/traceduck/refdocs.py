@@ -152,7 +152,7 @@ def python_api() -> list[tuple[str, object]]:
 SPARK_FUNCTIONS = ["ingest", "register", "report"]  # traceduck[spark]
 PYTHON_FUNCTIONS = ["open", "ingest", "export", "label", "rename", "remove", "compact"]
 DATABASE_METHODS = ["sql", "report", "diff", "export", "runs", "select_runs", "resolve_run", "relations", "describe",
-                    "cursor", "scoped", "fetch", "stream", "close"]
+                    "cursor", "scoped", "fetch", "stream", "stream_query", "close"]
 
 
 def signature(func: object) -> str:

@@ -27,7 +27,7 @@ from pathlib import Path
 import duckdb
 
 from .catalog import Column, sql_dir
-from .db import Database, _first_line
+from .db import Database, Stream, _first_line
 from .errors import QueryError, RunSelectionError, TraceduckError, with_suggestion
 from .jobs import require_one_job
 
@@ -219,6 +219,26 @@ def report_relation(db: Database, name: str, runs: list[str] | None = None, para
     run's rows in the report's own order; `limit` keeps that many rows per run. run_id/run_name columns are dropped when
     the selection is a single run, unless asked to keep them.
     """
+    cur, sql, bound = report_query(db, name, runs, params, limit, keep_run_columns)
+    try:
+        return cur.sql(sql, params=bound)
+    except duckdb.Error as e:
+        cur.close()
+        raise QueryError(f"report {name} failed: {_first_line(str(e))}") from None
+
+
+def stream_report(db: Database, name: str, runs: list[str] | None = None, params: list[str] | None = None,
+                  limit: int | None = None, keep_run_columns: bool | None = None) -> Stream:
+    """A report's rows (as report_relation gives them) in batches of Python rows: memory holds one
+    batch, whatever the report's size."""
+    cur, sql, bound = report_query(db, name, runs, params, limit, keep_run_columns)
+    return db.stream_query(cur, sql, bound)
+
+
+def report_query(db: Database, name: str, runs: list[str] | None = None, params: list[str] | None = None,
+                 limit: int | None = None, keep_run_columns: bool | None = None
+                 ) -> tuple[duckdb.DuckDBPyConnection, str, dict[str, object]]:
+    """The cursor (holding `report_runs`), SQL and parameters of a report; see report_relation."""
     prepared = prepare_report(db, name, runs, params, keep_run_columns)
     report, run_ids, other_runs, dropped = prepared.report, prepared.run_ids, prepared.other_runs, prepared.dropped
     # with runs selected, only their files are read: those of runs named by parameters too
@@ -232,7 +252,7 @@ def report_relation(db: Database, name: str, runs: list[str] | None = None, para
                     {"ids": run_ids})
         sql = report.sql.rstrip().rstrip(";")
         if _reads_pack(cur, prepared):
-            return cur.sql(_packed_rows_sql(report, dropped, limit))
+            return cur, _packed_rows_sql(report, dropped, limit), {}
         # the header's columns (a test holds them equal to the query's): binding a report's views
         # costs more than running it on a small store, so it is bound once, below
         if "run_id" in [c.name for c in report.columns]:
@@ -248,11 +268,10 @@ def report_relation(db: Database, name: str, runs: list[str] | None = None, para
                 sql = f"SELECT * EXCLUDE ({', '.join(dropped)}) FROM ({sql})"
             if limit is not None:
                 sql = f"SELECT * FROM ({sql}) LIMIT {int(limit)}"
-        rel = cur.sql(sql, params=prepared.bound)
     except duckdb.Error as e:
         cur.close()
         raise QueryError(f"report {name} failed: {_first_line(str(e))}") from None
-    return rel
+    return cur, sql, prepared.bound
 
 
 def report_file(name: str) -> str:
@@ -322,4 +341,5 @@ def _quoted(column: str) -> str:
 
 
 __all__ = ["PreparedReport", "Report", "ReportError", "all_reports", "get_report", "per_run_rows", "prepare_report",
-           "report_file", "report_relation", "report_run_ids", "run_report", "RunSelectionError"]
+           "report_file", "report_query", "report_relation", "report_run_ids", "run_report", "stream_report",
+           "RunSelectionError"]
