@@ -122,11 +122,11 @@ def test_job_benchmark_smoke(tmp_path):
     finally:
         sys.path.pop(0)
     shared_dir()
-    done = subprocess.run([sys.executable, str(ROOT / "bench" / "jobs.py"), "--ranks", "3", "--cache", str(tmp_path)],
-                          capture_output=True, text=True)
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "jobs.py"), "--ranks", "3", "--cache", str(tmp_path),
+                           "--repeat", "1"], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert len(lines) == 3 and lines[2].startswith("| 3 | ") and lines[0].count("per-run files / packed") == 5
+    assert len(lines) == 3 and lines[2].startswith("| 3 | ") and lines[0].count("per-run files / packed") == 6
     templates = [load_json(t, exact=False) for t in TEMPLATES]
     for r in range(3):
         written = load_json(tmp_path / "job-3" / f"rank-{r}.json.gz", exact=False)
