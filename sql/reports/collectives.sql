@@ -22,8 +22,10 @@
 -- column: slowest_rank BIGINT -- GPU rows: of the selected runs of this run's job (view run_jobs) that have the same collective, arg, dtype and message size, the rank with the longest average time per call (lowest bandwidth; lowest rank on a tie); NULL when the job has no other such run
 -- column: run_comm_busy_ns BIGINT -- the run's GPU communication time: all its collective kernels by interval union per device, summed over devices (= gpu-utilization's communication_ns summed over the run's devices), ns; the same on every row of the run
 WITH busy AS (
-  SELECT run_id, sum(busy_ns)::BIGINT AS busy_ns FROM busy_time(['communication'], false)
-  WHERE lane LIKE 'gpu:%' AND run_id IN (SELECT run_id FROM report_runs) GROUP BY run_id
+  -- the union of the run's communication kernels per device (gpu_time's sweep, from the packs
+  -- where they hold it), summed over its devices
+  SELECT run_id, sum(communication_ns)::BIGINT AS busy_ns FROM gpu_time()
+  WHERE run_id IN (SELECT run_id FROM report_runs) GROUP BY run_id
 ), g AS (
   SELECT c.*, r.name AS run_name, r.rank, j.job_id, coalesce(b.busy_ns, 0) AS run_comm_busy_ns
   FROM collective_bandwidth((SELECT list(run_id) FROM report_runs)) c
