@@ -1,12 +1,13 @@
 """How the store grows with the ranks of a job: ingest, size, and command latency at N ranks,
 before and after `traceduck compact`. Prints a markdown table (BENCHMARKS.md, "Many ranks").
 
-    python3 bench/jobs.py --ranks 8 128 1024 [--cache bench/cache/jobs] [--jobs 2]
+    python3 bench/jobs.py --ranks 8 128 1024 [--cache bench/cache/jobs] [--jobs 2] [--every-report]
 
 Jobs are written by bench/make_job.py (HTA's two public ranks, copied to N ranks). Each command is
 a new process with `--format json`, as a script would run it; wall time and peak RSS of the
 process tree: once over the runs' own files, best of --repeat after `compact`. Stores are kept in
-the cache and reused (the ingest time of the first run is kept with them).
+the cache and reused (the ingest time of the first run is kept with them). --every-report adds a
+table of every report on the packed stores, against the first store given (best of --repeat).
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ sys.path.insert(0, str(HERE))
 
 from make_job import write_job, TEMPLATES  # noqa: E402
 from measure import measure  # noqa: E402
+
+REPORTS = sorted(p.stem for p in (HERE.parent / "sql" / "reports").glob("*.sql"))
 
 COMMANDS = [["runs"], ["report", "overview"], ["report", "ranks"], ["report", "comm-overlap"],
             ["report", "top-kernels"], ["report", "gpu-utilization"]]
@@ -47,9 +50,9 @@ def prepare(n: int, cache: Path, jobs: int) -> tuple[Path, dict]:
     return store, json.loads(facts.read_text())
 
 
-def latencies(store: Path, repeat: int) -> dict[str, tuple[float, float]]:
+def latencies(store: Path, repeat: int, commands: list[list[str]] = COMMANDS) -> dict[str, tuple[float, float]]:
     out = {}
-    for cmd in COMMANDS:
+    for cmd in commands:
         runs = [measure(traceduck(*cmd, "--store", str(store), "--format", "json")) for _ in range(repeat)]
         wall, rss, code = min(runs)
         if code:
@@ -64,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cache", type=Path, default=HERE / "cache" / "jobs")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=3, help="best of this many runs of each command on the packed store")
+    ap.add_argument("--every-report", action="store_true", help="also every report on each packed store")
     args = ap.parse_args(argv)
     args.cache.mkdir(parents=True, exist_ok=True)
     rows = []
@@ -75,16 +79,26 @@ def main(argv: list[str] | None = None) -> int:
         subprocess.run(traceduck("compact", "--store", str(store)), check=True, capture_output=True)
         compact_s = time.perf_counter() - started
         packed = latencies(store, args.repeat)
-        rows.append((n, facts, compact_s, per_run, packed))
+        every = latencies(store, args.repeat, [["report", r] for r in REPORTS]) if args.every_report else {}
+        rows.append((n, facts, compact_s, per_run, packed, every))
         print(f"{n} ranks done", file=sys.stderr, flush=True)
     print("| ranks | ingest (`--jobs %d`) | store | compact | " % args.jobs
           + " | ".join(f"`{c}` per-run files / packed" for c in per_run) + " |")
     print("|---" * (4 + len(per_run)) + "|")
-    for n, facts, compact_s, per_run, packed in rows:
+    for n, facts, compact_s, per_run, packed, _every in rows:
         cells = [f"{per_run[c][0]:.2f} s ({per_run[c][1]:.0f} MB) / {packed[c][0]:.2f} s ({packed[c][1]:.0f} MB)"
                  for c in per_run]
         print(f"| {n:,} | {facts['ingest_s']:.1f} s | {facts['store_bytes'] / 1e6:.1f} MB | {compact_s:.1f} s | "
               + " | ".join(cells) + " |")
+    if args.every_report:
+        first = rows[0][5]
+        print()
+        print("| report | " + " | ".join(f"{n:,} ranks (/ {rows[0][0]:,})" for n, *_ in rows) + " |")
+        print("|---" * (1 + len(rows)) + "|")
+        for cmd in first:
+            print(f"| `{cmd.split()[1]}` | " + " | ".join(
+                f"{every[cmd][0]:.2f} s ({every[cmd][1]:.0f} MB, {every[cmd][0] / first[cmd][0]:.1f}x)"
+                for *_, every in rows) + " |")
     return 0
 
 
