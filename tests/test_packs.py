@@ -151,7 +151,7 @@ def test_summaries_come_from_the_pack_only_where_they_apply(tmp_path):
     traceduck.ingest([BUGGY, rank0, rank1], store=store)
     with traceduck.open(store) as db:
         before = summary_answers(db)
-        assert [db.sql(f"SELECT count(*) FROM {v}").fetchall() for v in packs.SUMMARIES] == [[(0,)]] * len(packs.SUMMARIES)
+        assert [db.sql(f"SELECT count(*) FROM {v}()").fetchall() for v in packs.SUMMARIES] == [[(0,)]] * len(packs.SUMMARIES)
     # the kernel statistics against plain json
     r0 = run_id_of(rank0)
     expected = kernel_totals(rank0)
@@ -164,7 +164,7 @@ def test_summaries_come_from_the_pack_only_where_they_apply(tmp_path):
     assert sorted(f.name for f in packed.iterdir() if "_packed" in f.name) == sorted(f"{v}.parquet" for v in packs.SUMMARIES)
     with traceduck.open(store) as db:
         assert db.sql("SELECT getvariable('traceduck_all_summarized')").fetchall() == [(True,)]
-        assert db.sql("SELECT count(DISTINCT run_id) FROM op_self_times_packed").fetchall() == [(3,)]
+        assert db.sql("SELECT count(DISTINCT run_id) FROM op_self_times_packed()").fetchall() == [(3,)]
         assert summary_answers(db) == before
 
     # the views read the pack's rows, and compute none for its runs: a changed summary file shows

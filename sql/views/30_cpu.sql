@@ -46,12 +46,7 @@ FROM (
 
 -- The `op_self_times_of` rows of the packed runs, as `traceduck compact` wrote them into their
 -- packs. Empty here: a store's view file reads the packs instead (see packs.py).
--- @column run_id VARCHAR Run of the ops.
--- @column name VARCHAR Op name.
--- @column calls BIGINT Calls of the op.
--- @column self_ns BIGINT Summed self time, ns.
--- @column rank BIGINT Position of the op in its run by self time (1: the most), ties by name.
-CREATE OR REPLACE VIEW op_self_times_packed AS
+CREATE OR REPLACE MACRO op_self_times_packed() AS TABLE
 SELECT * FROM op_self_times_of() WHERE false;
 
 -- Per run and CPU op name: calls and summed self time. Read from the packs for the runs a current
@@ -62,7 +57,7 @@ SELECT * FROM op_self_times_of() WHERE false;
 -- @column self_ns BIGINT Summed self time, ns.
 -- @column rank BIGINT Position of the op in its run by self time (1: the most), ties by name.
 CREATE OR REPLACE VIEW op_self_times AS
-SELECT * FROM op_self_times_packed
+SELECT * FROM op_self_times_packed()
 UNION ALL
 SELECT * FROM op_self_times_of(coalesce(getvariable('traceduck_summarized_runs'), []::VARCHAR[]))
 WHERE NOT coalesce(getvariable('traceduck_all_summarized'), false);  -- then planned away

@@ -191,17 +191,7 @@ FROM (
 -- (computed with the reference tables as traceduck ships them: a session that changes one, or a
 -- pack written by another traceduck version, reads none). Empty here: a store's view file reads
 -- the packs instead (see packs.py).
--- @column run_id VARCHAR Run of the kernels.
--- @column name VARCHAR Kernel name.
--- @column instances BIGINT Number of launches of the kernel.
--- @column total_dur_ns BIGINT Total GPU time, ns.
--- @column avg_ns BIGINT Average duration, ns.
--- @column med_ns BIGINT Median duration (the lower middle value), ns.
--- @column min_ns BIGINT Shortest duration, ns.
--- @column max_ns BIGINT Longest duration, ns.
--- @column stddev_ns BIGINT Sample standard deviation of the duration, ns (NULL for one instance).
--- @column rank BIGINT Position of the kernel in its run by total time (1: the most), ties by name.
-CREATE OR REPLACE VIEW kernel_stats_packed AS
+CREATE OR REPLACE MACRO kernel_stats_packed() AS TABLE
 SELECT * FROM kernel_stats_of() WHERE false;
 
 -- Per run and kernel name: count, total, average, median, min, max and standard deviation of the
@@ -218,7 +208,7 @@ SELECT * FROM kernel_stats_of() WHERE false;
 -- @column stddev_ns BIGINT Sample standard deviation of the duration, ns (NULL for one instance).
 -- @column rank BIGINT Position of the kernel in its run by total time (1: the most), ties by name.
 CREATE OR REPLACE VIEW kernel_stats AS
-SELECT * FROM kernel_stats_packed
+SELECT * FROM kernel_stats_packed()
 UNION ALL
 SELECT * FROM kernel_stats_of(coalesce(getvariable('traceduck_summarized_runs'), []::VARCHAR[]))
 WHERE NOT coalesce(getvariable('traceduck_all_summarized'), false);  -- then planned away
@@ -241,16 +231,7 @@ GROUP BY run_id, step;
 -- their packs (computed with the reference tables as traceduck ships them: a session that changes
 -- one, or a pack written by another traceduck version, reads none). Empty here: a store's view
 -- file reads the packs instead (see packs.py).
--- @column run_id VARCHAR Run of the kernels.
--- @column step BIGINT Profiler step of the launches (NULL: outside every step, or no launch in the trace).
--- @column kernels BIGINT Kernels.
--- @column dur_ns BIGINT Their summed duration, ns.
--- @column graph_kernels BIGINT Kernels launched by a CUDA/HIP graph.
--- @column graph_dur_ns BIGINT Their summed duration, ns (NULL when none).
--- @column launched_kernels BIGINT Kernels whose launching call is in the trace.
--- @column short_kernels BIGINT Kernels not launched by a graph that ran shorter than their launching call.
--- @column short_gap_ns BIGINT What those kernels ran shorter than their launching calls in all, ns.
-CREATE OR REPLACE VIEW kernel_launch_windows_packed AS
+CREATE OR REPLACE MACRO kernel_launch_windows_packed() AS TABLE
 SELECT * FROM kernel_launch_windows_of() WHERE false;
 
 -- Per run and profiler step of the launch: kernels, their time, those launched by CUDA/HIP graphs,
@@ -266,7 +247,7 @@ SELECT * FROM kernel_launch_windows_of() WHERE false;
 -- @column short_kernels BIGINT Kernels not launched by a graph that ran shorter than their launching call.
 -- @column short_gap_ns BIGINT What those kernels ran shorter than their launching calls in all, ns.
 CREATE OR REPLACE VIEW kernel_launch_windows AS
-SELECT * FROM kernel_launch_windows_packed
+SELECT * FROM kernel_launch_windows_packed()
 UNION ALL
 SELECT * FROM kernel_launch_windows_of(coalesce(getvariable('traceduck_summarized_runs'), []::VARCHAR[]))
 WHERE NOT coalesce(getvariable('traceduck_all_summarized'), false);  -- then planned away

@@ -154,21 +154,7 @@ GROUP BY run_id, call_site, op_name, dims, src_dtype, dst_dtype;
 -- (computed with the reference tables as traceduck ships them: a session that changes one, or a
 -- pack written by another traceduck version, reads none). Empty here: a store's view file reads
 -- the packs instead (see packs.py).
--- @column run_id VARCHAR Run of the copies.
--- @column call_site VARCHAR Innermost user frame of the ops' Python stack.
--- @column op_name VARCHAR Op name.
--- @column dims BIGINT[] Dims of the source tensor.
--- @column src_dtype VARCHAR Source dtype.
--- @column dst_dtype VARCHAR Destination dtype.
--- @column calls BIGINT Calls in the group.
--- @column calls_in_steps BIGINT Calls inside a profiler step.
--- @column steps_with BIGINT Profiler steps with at least one call.
--- @column bytes_per_call BIGINT Largest bytes moved by one call.
--- @column total_bytes BIGINT Bytes moved by all calls.
--- @column total_dur_ns BIGINT Summed inclusive CPU duration, ns.
--- @column total_gpu_dur_ns BIGINT Summed GPU time of the work the calls launched, ns (NULL when none).
--- @column calls_with_gpu BIGINT Calls with GPU work linked.
-CREATE OR REPLACE VIEW copy_groups_packed AS
+CREATE OR REPLACE MACRO copy_groups_packed() AS TABLE
 SELECT * FROM copy_groups_of() WHERE false;
 
 -- Outermost copies and casts grouped per run by call site, op, source dims and dtypes: calls,
@@ -189,7 +175,7 @@ SELECT * FROM copy_groups_of() WHERE false;
 -- @column total_gpu_dur_ns BIGINT Summed GPU time of the work the calls launched, ns (NULL when none).
 -- @column calls_with_gpu BIGINT Calls with GPU work linked.
 CREATE OR REPLACE VIEW copy_groups AS
-SELECT * FROM copy_groups_packed
+SELECT * FROM copy_groups_packed()
 UNION ALL
 SELECT * FROM copy_groups_of(coalesce(getvariable('traceduck_summarized_runs'), []::VARCHAR[]))
 WHERE NOT coalesce(getvariable('traceduck_all_summarized'), false);  -- then planned away

@@ -129,24 +129,7 @@ SELECT true, true, * FROM gpu_time_swept(true, true);
 -- (computed with the reference tables as traceduck ships them: a session that changes one, or a
 -- pack written by another traceduck version, reads none). Empty here: a store's view file reads
 -- the packs instead (see packs.py).
--- @column is_by_step BOOLEAN The by_step the row was swept with.
--- @column is_linked_only BOOLEAN The linked_only the row was swept with.
--- @column run_id VARCHAR Run of the row.
--- @column lane VARCHAR 'gpu:N' for device N.
--- @column device BIGINT GPU index.
--- @column step BIGINT Profiler step (by_step), else NULL.
--- @column busy_ns BIGINT Union of all GPU work, ns.
--- @column compute_ns BIGINT Union of compute kernels, ns.
--- @column communication_ns BIGINT Union of communication kernels, ns.
--- @column memcpy_ns BIGINT Union of memcpys, ns.
--- @column memset_ns BIGINT Union of memsets, ns.
--- @column communication_overlap_ns BIGINT Communication while compute runs, ns.
--- @column exposed_communication_ns BIGINT Communication while no compute runs, ns.
--- @column memcpy_overlap_ns BIGINT Memcpy while compute runs, ns.
--- @column exposed_memcpy_ns BIGINT Memcpy while neither compute nor communication runs, ns.
--- @column first_ns BIGINT Start of the device's first GPU work, ns.
--- @column last_ns BIGINT End of the device's last GPU work, ns.
-CREATE OR REPLACE VIEW gpu_time_packed AS
+CREATE OR REPLACE MACRO gpu_time_packed() AS TABLE
 SELECT * FROM gpu_time_rows() WHERE false;
 
 -- GPU time per run and device lane, per profiler step too when by_step is true: the columns and
@@ -155,7 +138,7 @@ SELECT * FROM gpu_time_rows() WHERE false;
 CREATE OR REPLACE MACRO gpu_time(by_step := false, linked_only := false) AS TABLE
 SELECT run_id, lane, device, step, busy_ns, compute_ns, communication_ns, memcpy_ns, memset_ns,
        communication_overlap_ns, exposed_communication_ns, memcpy_overlap_ns, exposed_memcpy_ns, first_ns, last_ns
-FROM gpu_time_packed p WHERE p.is_by_step = by_step AND p.is_linked_only = linked_only
+FROM gpu_time_packed() p WHERE p.is_by_step = by_step AND p.is_linked_only = linked_only
 UNION ALL
 SELECT run_id, lane, device, step, busy_ns, compute_ns, communication_ns, memcpy_ns, memset_ns,
        communication_overlap_ns, exposed_communication_ns, memcpy_overlap_ns, exposed_memcpy_ns, first_ns, last_ns

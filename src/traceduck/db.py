@@ -120,17 +120,17 @@ def _stamps_key(stamps: dict[str, tuple[int, int, int]]) -> str:
     return hashlib.blake2b(repr(sorted(stamps.items())).encode(), digest_size=12).hexdigest()
 
 
-def _files(table: str) -> str:
+def _files(table: str, sources: str = _SOURCES) -> str:
     """The Parquet files of `table` in the session's source directories (the packs chosen and the
-    directories of the runs read from their own files), as a SQL expression."""
-    return (f"CASE WHEN len(getvariable('{_SOURCES}')) = 0 THEN [getvariable('{_EMPTY_DIR}') || '/{table}.parquet'] "
-            f"ELSE list_transform(getvariable('{_SOURCES}'), lambda d: d || '/{table}.parquet') END")
+    directories of the runs read from their own files; with sources=_SUMMARY_SOURCES, the packs whose
+    summaries are read), as a SQL expression; the empty file of that name when there are none."""
+    return (f"CASE WHEN len(getvariable('{sources}')) = 0 THEN [getvariable('{_EMPTY_DIR}') || '/{table}.parquet'] "
+            f"ELSE list_transform(getvariable('{sources}'), lambda d: d || '/{table}.parquet') END")
 
 
-def _summary_files(view: str) -> str:
-    """The pack files of a summary (packs.SUMMARIES) in the session's summary sources, as a SQL expression."""
-    return (f"CASE WHEN len(getvariable('{_SUMMARY_SOURCES}')) = 0 THEN [getvariable('{_EMPTY_DIR}') || '/{view}.parquet'] "
-            f"ELSE list_transform(getvariable('{_SUMMARY_SOURCES}'), lambda d: d || '/{view}.parquet') END")
+def summary_files(name: str) -> str:
+    """The files `name`.parquet of the packs whose summaries the session reads, as a SQL expression."""
+    return _files(name, _SUMMARY_SOURCES)
 
 
 def _comments(rel: Relation, kind: str) -> list[str]:
@@ -215,12 +215,10 @@ def _write_view_cache(store: Store, target: Path) -> Path:
             for _path, text, relations in view_files():
                 con.execute(text)
                 con.execute(";\n".join(s for rel in relations for s in _comments(rel, rel.kind.upper())))
-            documented = documented_relations()
-            for view in packs.SUMMARIES:  # empty in sql/: here they read the packs chosen (see packs.py)
-                con.execute(f"COPY (FROM {view} LIMIT 0) TO {_literal(str(tmp / 'empty' / f'{view}.parquet'))} "
+            for macro in packs.SUMMARIES:  # empty in sql/: here they read the packs chosen (see packs.py)
+                con.execute(f"COPY (FROM {macro}() LIMIT 0) TO {_literal(str(tmp / 'empty' / f'{macro}.parquet'))} "
                             "(FORMAT parquet)")
-                con.execute(f"CREATE OR REPLACE VIEW {view} AS SELECT * FROM read_parquet({_summary_files(view)})")
-                con.execute(";\n".join(_comments(documented[view], "VIEW")))
+                con.execute(f"CREATE OR REPLACE MACRO {macro}() AS TABLE SELECT * FROM read_parquet({summary_files(macro)})")
             refs = [rel.name for rel in _reference_tables()]
             reference.fill(con, refs)
             con.execute(";\n".join([f"CREATE SCHEMA {_SEED}"] + [f"CREATE TABLE {_SEED}.{n} AS FROM main.{n}" for n in refs]

@@ -42,8 +42,8 @@ from .store import REMOVE_GRACE_S, Store
 PACKS_DIR = "packs"
 MANIFEST = "members.json"
 _PACK_ID = re.compile(r"[0-9a-f]{24}")
-# summary view of sql/views (empty there) -> the query of sql/views whose rows of the member runs a pack
-# holds in <summary view>.parquet, which the view then reads (see db.py)
+# summary table macro of sql/views (empty there) -> the query of sql/views whose rows of the member runs a
+# pack holds in <macro>.parquet, which the store's view file makes the macro read (see db.py)
 SUMMARIES = {"gpu_time_packed": "FROM gpu_time_rows()", "kernel_stats_packed": "FROM kernel_stats_of()",
              "kernel_launch_windows_packed": "FROM kernel_launch_windows_of()",
              "copy_groups_packed": "FROM copy_groups_of()", "op_self_times_packed": "FROM op_self_times_of()"}

@@ -27,7 +27,7 @@ from pathlib import Path
 import duckdb
 
 from .catalog import Column, sql_dir
-from .db import Database, Stream, _first_line
+from .db import Database, Stream, _first_line, summary_files
 from .errors import QueryError, RunSelectionError, TraceduckError, with_suggestion
 from .jobs import require_one_job
 
@@ -293,7 +293,7 @@ def _reads_pack(cur: duckdb.DuckDBPyConnection, prepared: PreparedReport) -> boo
 def _packed_rows_sql(report: Report, dropped: list[str], limit: int | None) -> str:
     """The rows of a per-run report from the packs' files (see packs.compact), in the order
     report_relation gives: runs in the order of report_run_order, each run's rows in the report's."""
-    files = (f"list_transform(getvariable('traceduck_summary_sources'), lambda d: d || '/{report_file(report.name)}')")
+    files = summary_files(report_file(report.name).removesuffix(".parquet"))
     columns = ", ".join(f"r.name AS run_name" if c.name == "run_name" else f"CAST(s.{_quoted(c.name)} AS {c.type}) AS {_quoted(c.name)}"
                         for c in report.columns if c.name not in dropped)
     keep = "" if limit is None else f"AND s.__pos <= {int(limit)}"
