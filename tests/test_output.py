@@ -323,6 +323,32 @@ def test_reports_cap_rows_per_run(stores, capsys, monkeypatch):
     _, out, _ = cli(capsys, monkeypatch, "report", "top-ops", "--store", stores["pair"], "--run", "first")
     assert len(_table_rows(out)) == 40
     assert out.endswith("... 10 more rows (--max-rows N shows N, 0 all; csv and json give every row)\n")
+    # the rows a table leaves out are counted within --limit: 45 of each run's 50, 40 shown
+    _, out, _ = cli(capsys, monkeypatch, "report", "top-ops", "--store", stores["pair"], "--limit", "45")
+    note = " ".join(out.split("┘\n")[1].splitlines())
+    assert len(_table_rows(out)) == 80
+    assert note.startswith("... 10 more rows (5 of run ") and "5 of run first" in note and "5 of run second" in note
+    _, out, _ = cli(capsys, monkeypatch, "report", "top-ops", "--store", stores["pair"], "--limit", "2")
+    assert len(_table_rows(out)) == 4 and "more rows" not in out
+
+
+def test_report_json_is_a_row_per_line_with_the_values_of_the_rows(stores, capsys, monkeypatch):
+    """json output is written by DuckDB (to_json), a row object per line: the same values, in the same
+    order, as the report's rows fetched into Python; floats exact, NULL as null."""
+    code, out, _ = cli(capsys, monkeypatch, "report", "top-ops", "--store", stores["pair"], "-f", "json")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0] == "[" and lines[-1] == "]" and len(lines) == 102
+    rows = json.loads(out)
+    assert [json.loads(line.rstrip(",")) for line in lines[1:-1]] == rows
+    with traceduck.open(stores["pair"]) as db:
+        rel = db.report("top-ops")
+        expected = [dict(zip(rel.columns, r)) for r in rel.fetchall()]
+    assert rows == expected
+    assert {r["run_name"] for r in rows} == {"first", "second"}
+    # by hand: second_op49 ran once for 50 us, the longest op of its run
+    top = next(r for r in rows if r["run_name"] == "second")
+    assert (top["name"], top["calls"], top["self_dur_ns"]) == ("second_op49", 1, 50_000)
 
 
 def test_diff_counts_and_ns_stay_integers(stores, capsys, monkeypatch):

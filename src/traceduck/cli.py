@@ -321,14 +321,17 @@ def report(
     with open_store(store) as db:
         # a batch of rows at a time: csv and json write each as it comes (a report of 800,000 rows
         # over a 1,024-rank job in bounded memory), the tables take what they show
-        result = stream_report(db, name, runs=run or None, params=pairs, limit=limit)
-        view = View(max_rows=max_rows, per_run=True, wide=wide)
+        # json: rows as DuckDB writes them; tables: only the rows they show are fetched
+        result = stream_report(db, name, runs=run or None, params=pairs, limit=limit, json_rows=format is Format.json,
+                               lists_as_text=format is not Format.json,
+                               per_run_cap=max_rows if format in PEOPLE and max_rows else None)
+        view = View(max_rows=max_rows, per_run=True, wide=wide, run_rows=result.run_rows)
         view.empty_note = "no rows: " + (get_report(name).empty or "nothing in the selected runs matches this report")
         if format in PEOPLE and any(_is_instant(c) for c in result.columns):
             view.run_starts = _run_starts(db)
             if "run_id" not in result.columns and view.run_starts:  # one run selected: its run columns were dropped
                 view.run_id = db.select_runs(run[0])[0] if run else next(iter(view.run_starts))
-        render_batches(result.columns, result.batches, format, sys.stdout, view, result.nested)
+        render_batches(result.columns, result.batches, format, sys.stdout, view, result.nested, result.json_rows)
 
 
 def _is_instant(column: str) -> bool:

@@ -53,6 +53,12 @@ class Stream:
     columns: list[str]
     nested: list[bool]  # which columns hold lists, maps or structs
     batches: Iterator[Sequence[tuple]]
+    # each row is one value: the JSON text of the row's object, made by the database
+    # (reports.stream_report with json_rows); json output writes it as it is
+    json_rows: bool = False
+    # rows per run before a cap on each run's rows (reports.stream_report with per_run_cap), filled
+    # as the batches are read; None when uncapped
+    run_rows: dict[str, int] | None = None
 
 
 class Batch(Sequence):

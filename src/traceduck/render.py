@@ -47,6 +47,9 @@ class View:
     run_starts: dict[str, int] = field(default_factory=dict)  # run_id -> runs.start_ns, for timestamps
     run_id: str | None = None  # the run of every row when there is no run_id column
     empty_note: str = "no rows"  # said under the header when there is no row at all
+    # per run, its rows before the query capped them at max_rows (Stream.run_rows, filled as the rows
+    # are read): the rows left out are counted from it; None when every row comes
+    run_rows: dict[str, int] | None = None
 
 
 def _default(v: object) -> object:
@@ -79,12 +82,15 @@ def render(columns: list[str], rows: list[tuple], fmt: Format, out: TextIO, view
 
 
 def render_batches(columns: list[str], batches: Iterable[Sequence[tuple]], fmt: Format, out: TextIO,
-                   view: View | None = None, nested: list[bool] | None = None) -> None:
+                   view: View | None = None, nested: list[bool] | None = None, json_rows: bool = False) -> None:
     """Write batches of rows: csv and json every row as it comes (JSON is one array of row objects,
-    lists stay arrays); table and markdown the first `view.max_rows` and how many more there were.
-    `nested`: which columns hold lists or maps [default: looked up in the first batches]."""
+    one per line, lists stay arrays); table and markdown the first `view.max_rows` and how many more
+    there were. `nested`: which columns hold lists or maps [default: looked up in the first batches].
+    `json_rows`: json only, each row is one value, its object's JSON text (see Stream.json_rows)."""
     fmt = Format(fmt)
-    if fmt is Format.json:
+    if fmt is Format.json and json_rows:
+        _write_lines(([row[0] for row in rows] for rows in batches), out)
+    elif fmt is Format.json:
         _write_json(columns, batches, out)
     elif fmt is Format.csv:
         _write_csv(columns, batches, out, nested)
@@ -93,17 +99,26 @@ def render_batches(columns: list[str], batches: Iterable[Sequence[tuple]], fmt: 
 
 
 def _write_json(columns: list[str], batches: Iterable[Sequence[tuple]], out: TextIO) -> None:
-    option = orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS
+    dumps, option = orjson.dumps, orjson.OPT_NON_STR_KEYS
+
+    def lines() -> Iterator[list[str]]:
+        for rows in _slices(batches):
+            # a batch of the database's streams its columns: no list of row tuples is made (and tracked
+            # by the garbage collector) on the way to the row objects
+            values = zip(*rows.columns()) if hasattr(rows, "columns") else rows
+            yield [dumps(dict(zip(columns, row)), default=_default, option=option).decode() for row in values]
+
+    _write_lines(lines(), out)
+
+
+def _write_lines(batches: Iterable[list[str]], out: TextIO) -> None:
+    """One JSON array of the rows' object texts, a row per line."""
     first = True
     out.write("[")
-    for rows in _slices(batches):
-        # a batch of the database's streams its columns: no list of row tuples is made (and tracked by
-        # the garbage collector) on the way to the row objects
-        values = zip(*rows.columns()) if hasattr(rows, "columns") else rows
-        text = orjson.dumps([dict(zip(columns, row)) for row in values], default=_default, option=option).decode()
-        # one batch's array without its brackets: the batches join into one array, indented alike
-        out.write(("\n" if first else ",\n") + text[2:-2])
-        first = False
+    for texts in batches:
+        if texts:
+            out.write(("\n  " if first else ",\n  ") + ",\n  ".join(texts))
+            first = False
     out.write("]\n" if first else "\n]\n")
 
 
@@ -150,6 +165,9 @@ def _write_people(columns: list[str], batches: Iterable[Sequence[tuple]], fmt: F
     if view.per_run and run_at is not None and limit:
         rows = [row for batch in batches for row in batch]
         shown, cut = _cap_per_run(rows, run_at, limit)
+        if view.run_rows is not None:
+            seen = Counter(row[run_at] for row in shown)
+            cut = Counter({k: n - seen[k] for k, n in view.run_rows.items() if n > seen[k]})
         notes = _per_run_note(columns, rows, run_at, cut) if rows else [view.empty_note]
         _emit(columns, shown, fmt, out, view, notes)
         return
@@ -337,7 +355,11 @@ def cell_width(text: str) -> int:
     """Terminal columns a text takes (wide East Asian characters two, combining marks none)."""
     if text.isascii():
         return len(text)
-    return sum(_char_width(c) for c in text)
+    # only the characters beyond ASCII are looked up (a shortened name holds one: the ellipsis)
+    return len(text) + sum(_char_width(c) - 1 for c in _NON_ASCII.findall(text))
+
+
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
 
 
 def _char_width(c: str) -> int:

@@ -65,8 +65,9 @@ def _scaled(value: float, steps) -> str:
         if i == 0 and x < 1000 and x == int(x):
             return f"{sign}{int(x)} {unit}"
         text = _sig(x)
-        # the next unit up when this one would print 1000 or more (also after rounding: 999.96 us -> 1.000 ms)
-        if i < len(steps) - 1 and float(text.replace(",", "")) >= 1000:
+        # the next unit up when this one would print 1000 or more (also after rounding: 999.96 us -> 1.000 ms;
+        # below 999 no rounding to four digits reaches 1000)
+        if i < len(steps) - 1 and x >= 999 and float(text.replace(",", "")) >= 1000:
             continue
         return f"{sign}{text} {unit}"
     raise AssertionError("unreachable")
