@@ -182,3 +182,181 @@ class Nester:
         has_parent = parents >= 0
         durations = np.asarray(end, dtype=np.int64) - np.asarray(ts, dtype=np.int64)
         np.add.at(self.child_ns, parents[has_parent], durations[has_parent])
+
+
+
+
+# Rows compared while counting partial overlaps, per row of the input, before a track is left to
+# `Nester.feed` (whose counting stays O(log^2 n) per event on a staircase of overlaps).
+OVERLAP_WORK = 64
+OVERLAP_SLACK = 4096
+
+
+def _previous_no_smaller(end: np.ndarray, first: np.ndarray) -> np.ndarray:
+    """For each row, the nearest earlier row of its track whose end is >= its own; -1 if none.
+    Pointer jumping on the rows still unresolved: a row's candidate starts at the row before it
+    and, while the candidate ends too soon, moves to the candidate's own candidate (every row in
+    between ends too soon as well). The moves telescope: O(n) work in all, in as many rounds as
+    the deepest chain of such moves."""
+    n = len(end)
+    cand = np.arange(-1, n - 1, dtype=first.dtype)
+    cand[first == np.arange(n, dtype=first.dtype)] = -1
+    active = np.flatnonzero(cand >= 0)
+    while len(active):
+        c = cand[active]
+        short = end[c] < end[active]
+        active = active[short]
+        cand[active] = cand[c[short]]
+        active = active[cand[active] >= 0]
+    return cand
+
+
+def _levels(parent: np.ndarray) -> np.ndarray:
+    """The number of ancestors of each row of a forest (list ranking: each round adds the hops of
+    the row jumped to, so log2 of the depth rounds)."""
+    depth = (parent >= 0).astype(np.int32)
+    up = parent.copy()
+    live = np.flatnonzero(up >= 0)
+    while len(live):
+        u = up[live]
+        depth[live] += depth[u]
+        up[live] = up[u]
+        live = live[up[live] >= 0]
+    return depth
+
+
+def nest_vectorized(nester: Nester, track: np.ndarray, event_id: np.ndarray, ts: np.ndarray, end: np.ndarray,
+                    frame: np.ndarray, frame_texts: list[str], call_stack: np.ndarray, has_call_stack: np.ndarray,
+                    is_op: np.ndarray) -> None:
+    """`Nester.feed` for rows that hold whole tracks (sorted the same way), column-wise.
+
+    The events still open when a row is reached, once the ones that ended and the ones it closes
+    early (partial overlaps) are gone, form a chain whose ends never decrease outwards; its top,
+    the row's parent, is therefore the nearest earlier row of the track that ends no sooner than
+    this one (for a zero-length row, the first such row further out that ends after it starts).
+    In the forest of those "nearest no-smaller" links, a row's subtree is the run of rows after it
+    that end no later, so the first row that outlasts it follows its subtree; a row is closed
+    early (and in partial-overlap pairs) when that row starts before it ends, and its pairs are
+    counted over the rows that start before it ends. Depths, stacks and ops follow from the
+    parents, level by level. Tracks whose counting would be long (a staircase of overlaps) are
+    left to `Nester.feed`. `frame` is each row's Python frame as an index into `frame_texts`
+    (normalized), -1 where the row is not a Python frame.
+    """
+    n = len(event_id)
+    if not n:
+        return
+    # row positions (and positions past a subtree: under 2n) in 32 bits where they fit; event ids
+    # as the nester keeps them
+    at = np.int32 if n < (1 << 30) else np.int64
+    ids = nester.parent.dtype
+    event_id = event_id.astype(ids, copy=False)
+    new_track = np.ones(n, dtype=bool)
+    new_track[1:] = track[1:] != track[:-1]
+    track_index = (np.cumsum(new_track) - 1).astype(at)
+    starts = np.flatnonzero(new_track).astype(at)
+    first = starts[track_index]  # each row's track's first row
+    after = np.append(starts[1:], n).astype(at)[track_index]  # the row after its track's last
+    nearest = _previous_no_smaller(end, first)
+    # a zero-length row does not nest under rows that end where it starts: further out
+    parent = nearest.copy()
+    rows = np.flatnonzero(parent >= 0)
+    rows = rows[end[parent[rows]] <= ts[rows]]
+    while len(rows):
+        parent[rows] = nearest[parent[rows]]
+        rows = rows[parent[rows] >= 0]
+        rows = rows[end[parent[rows]] <= ts[rows]]
+    # the first row that outlasts each row: the one after its subtree of nearest links
+    level = _levels(nearest)
+    by_level = np.argsort(level, kind="stable").astype(at)
+    bounds = np.searchsorted(level[by_level], np.arange(int(level.max()) + 2))
+    del level
+    size = np.ones(n, dtype=at)
+    for d in range(len(bounds) - 2, 0, -1):
+        rows = by_level[bounds[d]:bounds[d + 1]]
+        np.add.at(size, nearest[rows], size[rows])
+    del by_level, nearest
+    outlast = np.arange(n, dtype=at) + size
+    del size
+    closed_early = np.flatnonzero(outlast < after)
+    closed_early = closed_early[ts[outlast[closed_early]] < end[closed_early]]
+    slow_rows = np.zeros(n, dtype=bool)
+    overlaps = op_overlaps = 0
+    if len(closed_early):
+        stop = np.empty(len(closed_early), dtype=np.int64)  # the first row that starts at or after its end
+        for f in np.unique(first[closed_early]).tolist():
+            mine = first[closed_early] == f
+            stop[mine] = f + np.searchsorted(ts[f:after[f]], end[closed_early[mine]], side="left")
+        start = outlast[closed_early]
+        work = np.bincount(track_index[closed_early], weights=stop - start, minlength=len(starts))
+        heavy = work > OVERLAP_WORK * (np.append(starts[1:], n) - starts) + OVERLAP_SLACK
+        if heavy.any():
+            slow_rows = heavy[track_index]
+        for j, a, b in zip(closed_early.tolist(), start.tolist(), stop.tolist()):
+            if slow_rows[j]:
+                continue
+            later = end[a:b] > end[j]
+            hit = int(np.count_nonzero(later))
+            overlaps += hit
+            op_overlaps += hit if is_op[j] else int(np.count_nonzero(is_op[a:b][later]))
+    nester.overlap_count += overlaps
+    nester.op_overlap_count += op_overlaps
+    if slow_rows.any():
+        rows = np.flatnonzero(slow_rows)
+        nester._track = None
+        nester.feed(track[rows].tolist(), event_id[rows].tolist(), ts[rows].tolist(), end[rows].tolist(),
+                    [frame_texts[f] if f >= 0 else None for f in frame[rows].tolist()],
+                    [int(call_stack[i]) if has_call_stack[i] else None for i in rows], is_op[rows].tolist())
+        nester._track = None
+        keep = np.flatnonzero(~slow_rows)
+        if not len(keep):
+            return
+        remap = np.full(n, -1, dtype=at)
+        remap[keep] = np.arange(len(keep), dtype=at)
+        parent = np.where(parent[keep] >= 0, remap[np.maximum(parent[keep], 0)], -1)
+        event_id, ts, end, is_op = event_id[keep], ts[keep], end[keep], is_op[keep]
+        call_stack, has_call_stack = call_stack[keep], has_call_stack[keep]
+        frame = frame[keep]
+        n = len(keep)
+    del first, after, outlast, track_index
+    depth = _levels(parent)
+    by_level = np.argsort(depth, kind="stable").astype(at)
+    # Stacks and ops, level by level: a parent's level is done before its children's.
+    node = np.zeros(n, dtype=np.int64)  # the Python stack an open event passes to its children
+    op = np.full(n, -1, dtype=ids)  # innermost op, the event included
+    top = np.full(n, -1, dtype=ids)
+    parent_op = np.full(n, -1, dtype=ids)
+    frames = frame >= 0
+    sorted_depth = depth[by_level]
+    levels = np.searchsorted(sorted_depth, np.arange(int(sorted_depth[-1]) + 2))
+    push = nester.stacks.push
+    for d in range(len(levels) - 1):
+        rows = by_level[levels[d]:levels[d + 1]]
+        if not len(rows):
+            continue
+        if d:
+            p = parent[rows]
+            p_node, p_op, p_top = node[p], op[p], top[p]
+            parent_op[rows] = p_op
+        else:
+            p_node = np.zeros(len(rows), dtype=np.int64)
+            p_op = p_top = np.full(len(rows), -1, dtype=ids)
+        mine = is_op[rows]
+        ids = event_id[rows]
+        op[rows] = np.where(mine, ids, p_op)
+        top[rows] = np.where(p_top >= 0, p_top, np.where(mine, ids, -1))
+        node[rows] = p_node
+        with_frame = frames[rows]
+        if with_frame.any():  # each distinct (frame, calling stack) pair once
+            callers, caller = np.unique(p_node[with_frame], return_inverse=True)
+            pairs, inverse = np.unique(frame[rows[with_frame]] * len(callers) + caller.ravel(), return_inverse=True)
+            made = [push(frame_texts[f], pn) for f, pn in
+                    zip((pairs // len(callers)).tolist(), callers[pairs % len(callers)].tolist())]
+            node[rows[with_frame]] = np.array(made, dtype=np.int64)[inverse.ravel()]
+    has_parent = parent >= 0
+    nester.parent[event_id] = np.where(has_parent, event_id[np.maximum(parent, 0)], -1)
+    nester.depth[event_id] = depth
+    nester.stack[event_id] = np.where(frames | ~has_call_stack, node, call_stack)
+    nester.cpu_op[event_id] = op
+    nester.parent_op[event_id] = parent_op
+    nester.top_op[event_id] = top
+    np.add.at(nester.child_ns, event_id[parent[has_parent]], end[has_parent] - ts[has_parent])

@@ -28,8 +28,8 @@ from ..catalog import arrow_schemas, reference_sql, schema_stamp
 from ..errors import InputError, StoreError
 from ..store import LAYOUT_VERSION, Store, content_run_id, legacy_run_id
 from .convert import ChunkConverter, ChunkResult, convert_chunk, part_name, read_part
-from .frames import StackInterner, split_frame
-from .nesting import Nester
+from .frames import StackInterner, normalize, split_frame
+from .nesting import Nester, nest_vectorized
 from .reader import ChunkedEvents, NotParseable, RawSource, TraceLayout
 from .repair import Fault
 from .streaming import Cut, StreamingEvents
@@ -421,10 +421,7 @@ def _merge(path: Path, tmp: Path, parts: Path, layout: TraceLayout, results: lis
         # while this thread nests events in Python.
         with ThreadPoolExecutor(max_workers=1) as pool:
             side = pool.submit(lambda: [_write_parts(tmp, parts, t, results, offsets, run_id) for t in ("args", "shapes")])
-            for batch in reader:
-                cols = batch.to_pydict()
-                nester.feed(cols["track"], cols["event_id"], cols["ts_ns"], cols["end_ns"], cols["pyframe"],
-                            cols["call_stack_id"], cols["is_op"])
+            _nest_tracks(nester, reader)
             del reader
             watch.lap("merge: nesting (args and shapes written meanwhile)")
             stage("writing")
@@ -440,6 +437,97 @@ def _merge(path: Path, tmp: Path, parts: Path, layout: TraceLayout, results: lis
         con.close()
         shutil.rmtree(tmp / "spill", ignore_errors=True)
     return total, nester.overlap_count, nester.op_overlap_count, warnings
+
+
+# Rows nested column-wise at once (whole tracks); a track longer than this is nested row by row as
+# its batches arrive, so the merge's memory stays bounded (about 100 bytes a row column-wise).
+NEST_VECTOR_ROWS = 1 << 21
+
+
+class _FrameCodes:
+    """Python frames as integer codes: normalized frame text -> code, for the whole merge."""
+
+    def __init__(self) -> None:
+        self.codes: dict[str, int] = {}
+        self.texts: list[str] = []
+
+    def encode(self, column: pa.Array) -> np.ndarray:
+        encoded = pc.dictionary_encode(column)
+        lookup = np.empty(len(encoded.dictionary) + 1, dtype=np.int64)
+        lookup[-1] = -1  # null: not a Python frame
+        for k, text in enumerate(encoded.dictionary.to_pylist()):
+            text = normalize(text)
+            code = self.codes.get(text)
+            if code is None:
+                code = self.codes[text] = len(self.texts)
+                self.texts.append(text)
+            lookup[k] = code
+        return lookup[pc.fill_null(encoded.indices, -1).to_numpy()]
+
+
+_NEST_COLUMNS = ("track", "event_id", "ts_ns", "end_ns", "frame", "call_stack_id", "has_call_stack", "is_op")
+
+
+def _nest_tracks(nester: Nester, reader: pa.RecordBatchReader) -> None:
+    """Nest the sorted rows: whole tracks column-wise, several at once, up to NEST_VECTOR_ROWS
+    rows; a longer track row by row (`Nester.feed`) as its batches arrive."""
+    frames = _FrameCodes()
+    pending: list[dict[str, np.ndarray]] = []  # pieces of one track each, whole tracks but the last
+    pending_rows = 0
+    last_rows = 0  # rows of the last track in pending
+    streaming = None  # the track being nested row by row
+
+    def flush(pieces: list[dict[str, np.ndarray]]) -> None:
+        if pieces:
+            cols = {k: np.concatenate([p[k] for p in pieces]) for k in _NEST_COLUMNS}
+            pieces.clear()  # the batches' own arrays can go
+            nest_vectorized(nester, cols["track"], cols["event_id"], cols["ts_ns"], cols["end_ns"], cols["frame"],
+                            frames.texts, cols["call_stack_id"], cols["has_call_stack"], cols["is_op"])
+
+    def feed(piece: dict[str, np.ndarray]) -> None:
+        texts = frames.texts
+        nester.feed(piece["track"].tolist(), piece["event_id"].tolist(), piece["ts_ns"].tolist(),
+                    piece["end_ns"].tolist(), [texts[f] if f >= 0 else None for f in piece["frame"].tolist()],
+                    [c if h else None for c, h in zip(piece["call_stack_id"].tolist(), piece["has_call_stack"].tolist())],
+                    piece["is_op"].tolist())
+
+    for batch in reader:
+        if not batch.num_rows:
+            continue
+        stacks = batch.column("call_stack_id")
+        cols = {"track": batch.column("track").to_numpy(), "event_id": batch.column("event_id").to_numpy(),
+                "ts_ns": batch.column("ts_ns").to_numpy(), "end_ns": batch.column("end_ns").to_numpy(),
+                "frame": frames.encode(batch.column("pyframe")),
+                "call_stack_id": pc.fill_null(stacks, 0).to_numpy(),
+                "has_call_stack": pc.is_valid(stacks).to_numpy(zero_copy_only=False),
+                "is_op": batch.column("is_op").to_numpy(zero_copy_only=False)}
+        track = cols["track"]
+        cuts = [0, *(np.flatnonzero(track[1:] != track[:-1]) + 1).tolist(), len(track)]
+        for a, b in zip(cuts[:-1], cuts[1:]):
+            piece = {k: v[a:b] for k, v in cols.items()}
+            t = int(track[a])
+            if streaming is not None:
+                if t == streaming:
+                    feed(piece)
+                    continue
+                streaming = None
+            if pending and int(pending[-1]["track"][0]) != t:  # the last pending track is whole
+                if pending_rows >= NEST_BATCH:
+                    flush(pending)
+                    pending_rows = 0
+                last_rows = 0
+            pending.append(piece)
+            pending_rows += b - a
+            last_rows += b - a
+            if last_rows > NEST_VECTOR_ROWS:  # too long for column-wise: row by row from here on
+                own = [p for p in pending if int(p["track"][0]) == t]
+                flush([p for p in pending if int(p["track"][0]) != t])
+                pending, pending_rows, last_rows = [], 0, 0
+                nester._track = None
+                for p in own:
+                    feed(p)
+                streaming = t
+    flush(pending)
 
 
 def _event_warnings(con: duckdb.DuckDBPyConnection, parts: Path) -> Counter:
