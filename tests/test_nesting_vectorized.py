@@ -67,7 +67,7 @@ def _nested(draw_tree, rng, track, start, end, depth, out, frames):
 def test_column_wise_nesting_equals_row_by_row(seed, tracks, overlaps, batch):
     import random
     rng = random.Random(seed)
-    frames = [None, None, "a.py(1): f", "b.py(2): g at 0x7f00", "c.py(3): h"]
+    frames = [None, None, "a.py(1): f", "b.py(2): g at 0x7f00", "c.py(3): h", "d at 0 at 0x1x1"]  # the last: normalized twice it changes again
     events = []
     for track in range(tracks):
         _nested(None, rng, track, 0, 60, 0, events, frames)
@@ -105,7 +105,7 @@ def test_tracks_left_to_the_row_by_row_nesting_mix_with_the_others(seed, tracks,
     import random
     from traceduck.ingester import nesting
     rng = random.Random(seed)
-    frames = [None, "a.py(1): f", "c.py(3): h"]
+    frames = [None, "a.py(1): f", "c.py(3): h", "d at 0 at 0x1x1"]
     events = []
     for track in range(tracks):
         _nested(None, rng, track, 0, 60, 0, events, frames)

@@ -95,8 +95,10 @@ class Nester:
         self._track: int | None = None
 
     def feed(self, track: list[int], event_id: list[int], ts: list[int], end: list[int],
-             pyframe: list[str | None], call_stack: list[int | None], is_op: list[bool]) -> None:
-        """Rows sorted by (track, ts, end descending, event_id), continuing the previous batch."""
+             pyframe: list[str | None], call_stack: list[int | None], is_op: list[bool],
+             normalized: bool = False) -> None:
+        """Rows sorted by (track, ts, end descending, event_id), continuing the previous batch;
+        `normalized`: the frames are normalized already."""
         n = len(event_id)
         parent_out = [-1] * n
         depth_out = [0] * n
@@ -160,7 +162,7 @@ class Nester:
             depth_out[i] = d
             frame = pyframe[i]
             if frame is not None:
-                node = push_frame(normalize(frame), p_stack)
+                node = push_frame(frame if normalized else normalize(frame), p_stack)
                 stack_out[i] = node
             else:
                 node = p_stack
@@ -305,7 +307,8 @@ def nest_vectorized(nester: Nester, track: np.ndarray, event_id: np.ndarray, ts:
         nester._track = None
         nester.feed(track[rows].tolist(), event_id[rows].tolist(), ts[rows].tolist(), end[rows].tolist(),
                     [frame_texts[f] if f >= 0 else None for f in frame[rows].tolist()],
-                    [int(call_stack[i]) if has_call_stack[i] else None for i in rows], is_op[rows].tolist())
+                    [int(call_stack[i]) if has_call_stack[i] else None for i in rows], is_op[rows].tolist(),
+                    normalized=True)
         nester._track = None
         keep = np.flatnonzero(~slow_rows)
         if not len(keep):

@@ -489,7 +489,7 @@ def _nest_tracks(nester: Nester, reader: pa.RecordBatchReader) -> None:
         nester.feed(piece["track"].tolist(), piece["event_id"].tolist(), piece["ts_ns"].tolist(),
                     piece["end_ns"].tolist(), [texts[f] if f >= 0 else None for f in piece["frame"].tolist()],
                     [c if h else None for c, h in zip(piece["call_stack_id"].tolist(), piece["has_call_stack"].tolist())],
-                    piece["is_op"].tolist())
+                    piece["is_op"].tolist(), normalized=True)
 
     for batch in reader:
         if not batch.num_rows:
