@@ -562,8 +562,15 @@ def _column_table(event_idx: pa.Array, j: int, key: str, column: tuple) -> pa.Ta
 
 
 def _repeat(text: str, n: int) -> pa.Array:
-    """A string array of n copies of one text (built in Arrow, not from n Python references)."""
-    return pc.take(pa.array([text], pa.string()), pa.array(np.zeros(n, dtype=np.int32)))
+    """A string array of n copies of one text, built from its buffers (no n Python references)."""
+    try:
+        data = text.encode()
+    except UnicodeEncodeError:  # a lone surrogate: Arrow says what it says of it
+        data = None
+    if data is None or n * len(data) >= 1 << 31:  # or past 32-bit offsets
+        return pc.take(pa.array([text], pa.string()), pa.array(np.zeros(n, dtype=np.int32)))
+    offsets = np.arange(n + 1, dtype=np.int32) * np.int32(len(data))
+    return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(data * n))
 
 
 def _json_texts(values: list | tuple) -> pa.Array:
