@@ -426,8 +426,8 @@ class ChunkConverter:
         n = len(self.ev["phase"])
         ev = self.ev
         self._promote(n)
-        ev["chunk"] = [self.chunk] * n
-        ev["local_idx"] = list(range(n))
+        ev["chunk"] = pa.array(np.full(n, self.chunk, dtype=np.int32))
+        ev["local_idx"] = pa.array(np.arange(n, dtype=np.int32))
         cols = [c if isinstance(c := ev[f.name], pa.Array) else pa.array(c, f.type) for f in EVENT_PART_SCHEMA]
         pq.write_table(pa.Table.from_arrays(cols, schema=EVENT_PART_SCHEMA),
                        out_dir / f"events-{self.chunk:06d}.parquet", compression=PART_COMPRESSION)
@@ -491,7 +491,7 @@ class ChunkConverter:
                             continue
                     out(_shape_row(i, k, None, d, t, st, cv, info))
         cols = list(zip(*rows)) if rows else [()] * (len(SHAPE_PART_SCHEMA) - 1)
-        arrays = [pa.array([self.chunk] * len(rows), pa.int32())]
+        arrays = [pa.array(np.full(len(rows), self.chunk, dtype=np.int32))]
         for c, f in zip(cols, list(SHAPE_PART_SCHEMA)[1:]):
             arrays.append(_int_lists(list(c)) if f.name in ("dims", "strides") else pa.array(c, f.type))
         tables.append(pa.Table.from_arrays(arrays, schema=SHAPE_PART_SCHEMA))
@@ -520,7 +520,7 @@ class ChunkConverter:
         if loose.big_ints:
             self.warnings[BIG_INT] += loose.big_ints
         t = pa.concat_tables(tables).sort_by([("local_idx", "ascending"), ("arg_index", "ascending")])
-        return t.add_column(0, "chunk", pa.array([self.chunk] * t.num_rows, pa.int32()))
+        return t.add_column(0, "chunk", pa.array(np.full(t.num_rows, self.chunk, dtype=np.int32)))
 
 
 _MIN_GROUP = 16
@@ -556,12 +556,12 @@ def _column_table(event_idx: pa.Array, j: int, key: str, column: tuple) -> pa.Ta
             return None
     except (OverflowError, TypeError, orjson.JSONEncodeError, pa.ArrowException):
         return None
-    arrays = [event_idx, pa.array(np.full(n, j, dtype=np.int32)), _repeat(key, n), _repeat(vtype, n)]
+    arrays = [event_idx, pa.array(np.full(n, j, dtype=np.int32)), repeat_text(key, n), repeat_text(vtype, n)]
     arrays += [values.get(name, pa.nulls(n, typ)) for name, typ in _VALUE_COLUMNS.items()]
     return pa.Table.from_arrays(arrays, schema=ARG_VALUE_SCHEMA)
 
 
-def _repeat(text: str, n: int) -> pa.Array:
+def repeat_text(text: str, n: int) -> pa.Array:
     """A string array of n copies of one text, built from its buffers (no n Python references)."""
     try:
         data = text.encode()

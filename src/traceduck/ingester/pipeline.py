@@ -27,7 +27,7 @@ from .. import __version__, reference
 from ..catalog import arrow_schemas, reference_sql, schema_stamp
 from ..errors import InputError, StoreError
 from ..store import LAYOUT_VERSION, Store, content_run_id, legacy_run_id
-from .convert import ChunkConverter, ChunkResult, convert_chunk, part_name, read_part
+from .convert import ChunkConverter, ChunkResult, convert_chunk, part_name, read_part, repeat_text
 from .frames import StackInterner, normalize, split_frame
 from .nesting import Nester, nest_vectorized
 from .reader import ChunkedEvents, NotParseable, RawSource, TraceLayout
@@ -592,7 +592,7 @@ def _assign_steps(ts: np.ndarray, valid: np.ndarray, windows: dict[str, np.ndarr
 def _write_step_windows(tmp: Path, run_id: str, windows: dict[str, np.ndarray]) -> None:
     schema = arrow_schemas()["step_windows"]
     n = len(windows["step"])
-    table = pa.table({"run_id": pa.array([run_id] * n, pa.string()), "step": windows["step"],
+    table = pa.table({"run_id": repeat_text(run_id, n), "step": windows["step"],
                       "event_id": windows["event_id"], "ts_ns": windows["ts_ns"], "dur_ns": windows["dur_ns"]},
                      schema=schema)
     pq.write_table(table, tmp / "step_windows.parquet", compression="zstd")
@@ -627,7 +627,7 @@ def _write_events(tmp: Path, parts: Path, results: list[ChunkResult], offsets: l
             self_dur = np.maximum(pc.fill_null(dur, 0).to_numpy() - nester.child_ns[sl], 0)
             no_self = ~pc.is_valid(dur).to_numpy(zero_copy_only=False) | (depth < 0)
             cols = {
-                "run_id": pa.array([run_id] * n, pa.string()),
+                "run_id": repeat_text(run_id, n),
                 "event_id": pa.array(ids),
                 "ts_ns": ts_abs,
                 "self_dur_ns": _masked(self_dur, no_self, pa.int64()),
@@ -655,7 +655,7 @@ def _write_parts(tmp: Path, parts: Path, table: str, results: list[ChunkResult],
             part = read_part(parts / part_name(table, r.chunk))
             n = part.num_rows
             cols = {
-                "run_id": pa.array([run_id] * n, pa.string()),
+                "run_id": repeat_text(run_id, n),
                 "event_id": pc.add(part.column("local_idx").cast(pa.int64()), pa.scalar(off, pa.int64())),
             }
             arrays = [cols[f.name] if f.name in cols else part.column(f.name) for f in schema]
