@@ -603,9 +603,15 @@ def _write_events(tmp: Path, parts: Path, results: list[ChunkResult], offsets: l
     """events.parquet: the parts in file order, with global ids, absolute times and nesting."""
     schema = arrow_schemas()["events"]
     device = pa.array(list(reference.DEVICE_CATEGORIES))
-    with _parquet_writer(tmp / "events.parquet", schema) as writer:
-        for r, off in zip(results, offsets):
-            part = pq.read_table(parts / f"events-{r.chunk:06d}.parquet")
+    with _parquet_writer(tmp / "events.parquet", schema) as writer, ThreadPoolExecutor(max_workers=1) as reader:
+        # the next part is read while this one is written (both release the GIL)
+        def read(r: ChunkResult) -> pa.Table:
+            return pq.read_table(parts / f"events-{r.chunk:06d}.parquet")
+
+        ahead = reader.submit(read, results[0]) if results else None
+        for k, (r, off) in enumerate(zip(results, offsets)):
+            part = ahead.result()
+            ahead = reader.submit(read, results[k + 1]) if k + 1 < len(results) else None
             n = part.num_rows
             sl = slice(off, off + n)
             parent = nester.parent[sl]
