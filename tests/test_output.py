@@ -351,6 +351,34 @@ def test_report_json_is_a_row_per_line_with_the_values_of_the_rows(stores, capsy
     assert (top["name"], top["calls"], top["self_dur_ns"]) == ("second_op49", 1, 50_000)
 
 
+def test_json_rows_given_as_utf8_chunks_are_the_same_text():
+    """Rows' texts given as UTF-8 bytes, several rows to a chunk (what a pack holds, see
+    reports.stream_report): the output is the text of the same rows given one by one, in the
+    stream's encoding, after what was written before."""
+    from traceduck.render import _write_lines
+
+    rows = ['{"name":"\u00fcber \u20ac"}', '{"name":"a\\"b"}', '{"n":2}']
+    expected = "before[\n  " + ",\n  ".join(rows) + "\n]\n"
+    chunks = [[",\n  ".join(rows[:2]).encode()], [rows[2].encode()]]
+    for encoding in ("utf-8", "utf-16", "cp1252"):
+        raw = io.BytesIO()
+        out = io.TextIOWrapper(raw, encoding=encoding)
+        out.write("before")
+        _write_lines(chunks, out)
+        out.flush()
+        assert raw.getvalue().decode(encoding) == expected, encoding
+    text = io.StringIO()  # no binary stream under it
+    text.write("before")
+    _write_lines(chunks, text)
+    assert text.getvalue() == expected
+    plain = io.StringIO()
+    _write_lines([[r] for r in rows], plain)
+    assert "before" + plain.getvalue() == expected
+    empty = io.StringIO()
+    _write_lines([[], []], empty)
+    assert empty.getvalue() == "[]\n"
+
+
 def test_diff_counts_and_ns_stay_integers(stores, capsys, monkeypatch):
     code, out, err = cli(capsys, monkeypatch, "diff", "first", "second", "--store", stores["pair"], "-f", "json")
     assert code == 0, err

@@ -259,3 +259,104 @@ def test_per_run_reports_come_from_the_pack_with_their_default_parameters(tmp_pa
         assert db.sql("SELECT getvariable('traceduck_all_summarized')").fetchall() == [(True,)]
         assert db.report("top-kernels").fetchall() == [
             r[:name_at] + ("renamed" if r[0] == run_id_of(rank0) else r[name_at],) + r[name_at + 1:] for r in marked]
+
+
+def json_rows(db, name: str, **kwargs) -> list[dict]:
+    """A report's rows fetched as Python values, as JSON objects (NaN and infinities as null)."""
+    import math
+
+    rel = db.report(name, **kwargs)
+    return [{c: None if isinstance(v, float) and not math.isfinite(v) else v for c, v in zip(rel.columns, row)}
+            for row in rel.fetchall()]
+
+
+def text_query(db, name: str) -> str:
+    """The query json output of a report over every run reads its text with."""
+    from traceduck.reports import _query, prepare_report
+
+    cur, sql, _, run_text = _query(db, prepare_report(db, name), None, None, json_text=True)
+    cur.close()
+    assert run_text is not None
+    return sql
+
+
+@pytest.mark.slow  # 15 s
+def test_json_output_of_per_run_reports_is_the_packs_text(tmp_path, capsys):
+    """`--format json` of a per-run report over packed runs writes the JSON text `compact` stored,
+    byte for byte what it wrote from the rows before, with the runs' current names."""
+    import duckdb
+
+    from traceduck.reports import all_reports, report_text_file
+
+    store = tmp_path / "store"
+    rank0, _ = hta_ranks()
+    hostile = write_trace(tmp_path / "hostile.json", [
+        {"ph": "X", "cat": "cpu_op", "name": n, "pid": 1, "tid": 1, "ts": 1.0 + 10 * i, "dur": 5.0}
+        for i, n in enumerate(['q"uote\\back', "\u0001ctl\u001b", "ünï €"])])
+    traceduck.ingest([BUGGY, rank0, hostile], store=store)
+    names = [name for name, r in all_reports().items() if r.per_run]
+
+    def json_out(name: str, *args) -> str:
+        code, out, err = cli(capsys, "report", name, "--store", store, "-f", "json", *args)
+        assert (code, err) == (0, ""), (name, err)
+        return out
+
+    before = {name: json_out(name) for name in names}
+    with traceduck.open(store) as db:
+        for name in names:  # the text holds the rows' values
+            assert json.loads(before[name]) == json_rows(db, name), name
+    assert sum(len(json.loads(t)) for t in before.values()) > 1000
+    assert '"name":"q\\"uote\\\\back"' in before["top-ops"] and '"name":"\\u0001ctl\\u001B"' in before["top-ops"]
+    limited = json_out("top-ops", "--limit", "2")
+    one = json_out("ops-by-shape", "--run", run_id_of(rank0))
+
+    traceduck.compact(store=store)
+    (pack,) = os.listdir(store / "packs")
+    packed = store / "packs" / pack
+    assert all((packed / report_text_file(name)).is_file() for name in names)
+    assert {name: json_out(name) for name in names} == before
+    assert json_out("top-ops", "--limit", "2") == limited  # computed from the pack's rows
+    # runs named as they are now: a rename shows, its name escaped as JSON escapes it
+    traceduck.rename(run_id_of(rank0), 'ré"named', store=store)
+    renamed = {name: json_out(name) for name in names}
+    for name in names:
+        assert renamed[name] == before[name].replace('"run_name":"sampled_rank-0"', '"run_name":"r\u00e9\\"named"'), name
+    assert renamed["top-kernels"].count('"run_name":"ré\\"named"') == len(json.loads(before["top-kernels"])) > 10
+    with traceduck.open(store) as db:
+        assert json.loads(renamed["ops-by-shape"]) == json_rows(db, "ops-by-shape")
+        assert "ORDER BY" not in text_query(db, "ops-by-shape")  # the runs' order when packed: streamed
+    manifest = packed / "members.json"
+    doc = json.loads(manifest.read_text())
+
+    def computed(name: str) -> str:
+        """The json output computed from the pack's tables: its summaries made another version's."""
+        manifest.write_text(json.dumps({**doc, "summaries": "another version"}))
+        try:
+            return json_out(name)
+        finally:
+            manifest.write_text(json.dumps(doc))
+
+    assert computed("ops-by-shape") == renamed["ops-by-shape"]
+    # renamed into another order of the runs: the pack's text in the new order
+    traceduck.rename(run_id_of(BUGGY), "zz last", store=store)
+    with traceduck.open(store) as db:
+        assert "ORDER BY" in text_query(db, "ops-by-shape")
+    for name in ("ops-by-shape", "roofline", "top-ops", "memory"):
+        out = json_out(name)
+        assert out == computed(name), name
+        runs = [row["run_name"] for row in json.loads(out)]
+        assert runs == sorted(runs, key=lambda n: n != "hostile") and runs[-1] == "zz last", name
+    traceduck.rename(run_id_of(BUGGY), "buggy", store=store)
+
+    # the text is the pack's: a changed file shows (the rows are neither computed nor read)
+    text = packed / report_text_file("top-ops")
+    duckdb.execute(f"COPY (SELECT * REPLACE (replace(text, '\"calls\":', '\"CALLS\":') AS text) FROM '{text}') "
+                   f"TO '{text}.new' (FORMAT parquet)")
+    os.replace(f"{text}.new", text)
+    assert json_out("top-ops") == renamed["top-ops"].replace('"calls":', '"CALLS":') != renamed["top-ops"]
+    assert computed("top-ops") == renamed["top-ops"]  # summaries of another version are never read
+
+    # a pack of one run: its text without the run columns, as a single run's output leaves them out
+    cli(capsys, "compact", run_id_of(rank0), "--store", store)
+    assert json_out("ops-by-shape", "--run", run_id_of(rank0)) == one
+    assert '"run_id"' not in one and len(json.loads(one)) > 10

@@ -100,6 +100,9 @@ CACHE_DIR = "cache"  # STORE/cache/<key>/: the view file and an empty Parquet fi
 VIEWS_FILE = "views.duckdb"
 CACHE_ALIAS = "traceduck"  # the view file's name in DuckDB's catalog
 _CACHE_LAYOUT = "8"  # part of the key: change it when what the view file holds changes
+# part of the summaries' key: change it when what a pack's summaries hold changes (2: the per-run
+# reports' rows as JSON text too, see reports.report_text_sql)
+_SUMMARIES_LAYOUT = "2"
 # Session variables the view file's tables read: the runs to cover, where runs live, and where the
 # empty files are (read_parquet needs at least one file; a store without runs reads those).
 _SOURCES = "traceduck_sources"  # directories holding <table>.parquet: packs, then runs
@@ -172,8 +175,9 @@ def cache_key() -> str:
 
 @lru_cache(maxsize=1)
 def summaries_key() -> str:
-    """What a pack's summaries depend on (packs.py): the view file's key and the text of the reports."""
-    h = hashlib.sha256(cache_key().encode())
+    """What a pack's summaries depend on (packs.py): the view file's key, what the summaries hold
+    and the text of the reports."""
+    h = hashlib.sha256(f"{cache_key()}\0{_SUMMARIES_LAYOUT}\0".encode())
     for path in sorted((sql_dir() / "reports").glob("*.sql")):
         h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()[:16]

@@ -20,7 +20,8 @@ never packed: its rows change (labels, names). Removing a run removes the packs 
 A pack also holds summaries, computed once when it is written: the rows of views that cost a
 sort or join over every event (SUMMARIES: the sweep of `gpu_time`, kernel, launch, copy and op
 statistics), and each per-run report's rows with its default parameters (`report-<name>.parquet`,
-see reports.py). Readers take a summary's rows from the packs whose summaries key is this
+see reports.py) and those rows as the JSON text json output prints (`report-<name>.json.parquet`,
+reports.report_text_sql). Readers take a summary's rows from the packs whose summaries key is this
 version's (db.summaries_key: the views, the reference data and the reports), in a session that has
 not changed a reference table, and compute the rest: a summary is never read stale either.
 """
@@ -140,6 +141,7 @@ def compact(store: Store, run_ids: list[str]) -> CompactResult:
     import duckdb
 
     from .db import Database, summaries_key
+    from .reports import report_run_ids
 
     stamp = schema_stamp()
     runs = sorted(r for r in run_ids if os.path.exists(store.run_file(r, stamp)))
@@ -171,6 +173,7 @@ def compact(store: Store, run_ids: list[str]) -> CompactResult:
         # the summaries, computed over the member runs (never read from another pack's summaries)
         db = Database(store, run_ids=runs)
         try:
+            order = report_run_ids(db)  # the order of the runs in a report over them all (by name, then id)
             for view, query in SUMMARIES.items():
                 db.con.execute(f"COPY ({query} ORDER BY ALL) TO '{tmp / (view + '.parquet')}' "
                                "(FORMAT parquet, COMPRESSION zstd)")
@@ -179,7 +182,7 @@ def compact(store: Store, run_ids: list[str]) -> CompactResult:
                              "A run may have been removed or replaced meanwhile: run `traceduck compact` again") from None
         finally:
             db.close()
-        _write_report_rows(store, runs, tmp)
+        _write_report_rows(store, runs, tmp, order)
         if {r: data_stamp(store, r) for r in runs} != members:
             raise StoreError(f"runs of {store.path} were replaced or removed while packing",
                              "Run `traceduck compact` again")
@@ -196,16 +199,19 @@ def compact(store: Store, run_ids: list[str]) -> CompactResult:
     return CompactResult(pack_id, runs, skipped, size, _remove_superseded(store, pack_id, runs))
 
 
-def _write_report_rows(store: Store, runs: list[str], tmp: Path) -> None:
+def _write_report_rows(store: Store, runs: list[str], tmp: Path, order: list[str]) -> None:
     """Each per-run report's rows of these runs with its default parameters (reports.per_run_rows),
     computed over REPORT_CHUNK runs at a time (a report's memory grows with the runs it covers) and
-    written to one file per report."""
+    written to one file per report; and the JSON text of those rows (reports.report_text_sql), which
+    json output of the report's rows writes as it is, runs in the order of `order`."""
     import duckdb
 
     from .db import Database
-    from .reports import all_reports, per_run_rows, report_file
+    from .reports import (TEXT_GROUP_BYTES, all_reports, has_json_text, per_run_rows, report_file, report_text_file,
+                          report_text_sql)
 
-    names = [name for name, report in all_reports().items() if report.per_run]
+    reports = all_reports()
+    names = [name for name, report in reports.items() if report.per_run]
     for i in range(0, len(runs), REPORT_CHUNK):
         db = Database(store, run_ids=runs[i:i + REPORT_CHUNK])
         try:
@@ -218,12 +224,19 @@ def _write_report_rows(store: Store, runs: list[str], tmp: Path) -> None:
             db.close()
     con = duckdb.connect()
     try:
+        con.execute("CREATE TEMP TABLE report_run_order AS "
+                    "SELECT unnest($ids::VARCHAR[]) AS run_id, generate_subscripts($ids::VARCHAR[], 1) AS position",
+                    {"ids": order})
         for name in names:
             parts = sorted(tmp.glob(f"{name}.*.part"), key=lambda p: int(p.name.split(".")[-2]))
             con.execute(f"COPY (FROM read_parquet(?)) TO '{tmp / report_file(name)}' (FORMAT parquet, COMPRESSION zstd)",
                         [[str(p) for p in parts]])
             for part in parts:
                 part.unlink()
+            if has_json_text(reports[name]):
+                con.execute(f"COPY ({report_text_sql(reports[name], str(tmp / report_file(name)))}) TO "
+                            f"'{tmp / report_text_file(name)}' (FORMAT parquet, COMPRESSION zstd, "
+                            f"ROW_GROUP_SIZE_BYTES {TEXT_GROUP_BYTES})")
     finally:
         con.close()
 

@@ -3,6 +3,7 @@ batches), table and markdown for people (units, a row cap, the terminal's width)
 
 from __future__ import annotations
 
+import codecs
 import csv
 import datetime as dt
 import decimal
@@ -111,15 +112,43 @@ def _write_json(columns: list[str], batches: Iterable[Sequence[tuple]], out: Tex
     _write_lines(lines(), out)
 
 
-def _write_lines(batches: Iterable[list[str]], out: TextIO) -> None:
-    """One JSON array of the rows' object texts, a row per line."""
+def _write_lines(batches: Iterable[list[str] | list[bytes]], out: TextIO) -> None:
+    """One JSON array of the rows' object texts, a row per line. Texts given as UTF-8 bytes (the
+    chunks of rows a pack holds, see reports.stream_report) go to the binary stream under `out`
+    as they are where `out` writes UTF-8 with a newline as the line end, else are decoded."""
     first = True
     out.write("[")
+    raw = None
     for texts in batches:
+        if texts and isinstance(texts[0], bytes):
+            if raw is None:
+                raw = _utf8_stream(out)
+                if raw is not out:
+                    out.flush()  # what was written before comes first
+            if raw is out:
+                texts = [t.decode() for t in texts]
+            else:
+                for text in texts:  # no copy of the text: no join, no encoding
+                    raw.write(b"\n  " if first else b",\n  ")
+                    raw.write(text)
+                    first = False
+                continue
         if texts:
-            out.write(("\n  " if first else ",\n  ") + ",\n  ".join(texts))
+            out.write("\n  " if first else ",\n  ")
+            out.write(",\n  ".join(texts))
             first = False
     out.write("]\n" if first else "\n]\n")
+
+
+def _utf8_stream(out: TextIO):
+    """The binary stream under `out` when what `out` writes is the UTF-8 bytes of the text as it is
+    (newlines untranslated); else `out`."""
+    raw, encoding = getattr(out, "buffer", None), getattr(out, "encoding", None)
+    try:
+        utf8 = encoding is not None and codecs.lookup(encoding).name == "utf-8"
+    except LookupError:
+        utf8 = False
+    return raw if raw is not None and utf8 and os.linesep == "\n" else out
 
 
 def _slices(batches: Iterable[Sequence[tuple]], rows: int = 10_000) -> Iterator[Sequence[tuple]]:

@@ -237,7 +237,9 @@ def stream_report(db: Database, name: str, runs: list[str] | None = None, params
     3.1 s to fetch as Python lists, 0.7 s as text):
 
     - `json_rows`: each row comes as one value, the JSON text of its object (column: value, in
-      column order), made by `to_json`, NaN and infinities as null: what json output writes;
+      column order), made by `to_json`, NaN and infinities as null: what json output writes; where
+      a pack holds that text (a per-run report over packed runs, all rows, default parameters),
+      each value is a chunk of rows' texts joined as json output joins them, as UTF-8 bytes;
     - `lists_as_text`: columns of lists of integers come as the text `json.dumps` gives them
       (`[[16384, 1, 576], []]`): what csv and the tables write;
     - `per_run_cap`: at most this many rows of each run (with a run_id column), and Stream.run_rows
@@ -247,12 +249,16 @@ def stream_report(db: Database, name: str, runs: list[str] | None = None, params
     columns = [c for c in prepared.report.columns if c.name not in prepared.dropped]
     names = [c.name for c in columns]
     capped = per_run_cap is not None and "run_id" in names and not json_rows
-    cur, sql, bound = _query(db, prepared, runs, (per_run_cap if limit is None else min(per_run_cap, limit)) if capped else limit, capped)
+    cur, sql, bound, run_text = _query(db, prepared, runs, (per_run_cap if limit is None else min(per_run_cap, limit))
+                                       if capped else limit, capped, json_text=json_rows)
     nested = [_is_nested(c.type) for c in columns]
+    if run_text is not None:  # the rows' text as the pack holds it: chunks of lines, a few at a time
+        chunks = db.stream_query(cur, sql, bound, batch_rows=TEXT_BATCH).batches
+        mark, runs_text = RUN_MARK.encode(), {run_id: text.encode() for run_id, text in run_text.items()}
+        texts = ([(text.replace(mark, runs_text[run_id]),) for run_id, text in batch] for batch in chunks)
+        return Stream(names, nested, texts, json_rows=True)
     if json_rows:
-        doubles = [_quoted(c.name) for c in columns if c.type == "DOUBLE"]
-        finite = f" REPLACE ({', '.join(f'CASE WHEN isfinite({c}) THEN {c} END AS {c}' for c in doubles)})" if doubles else ""
-        sql = f"SELECT to_json(t)::VARCHAR AS row FROM (SELECT *{finite} FROM ({sql})) t"
+        sql = f"SELECT {_json_object(columns, 't')} AS row FROM ({sql}) t"
     elif lists_as_text:
         texts = [_quoted(c.name) for c in columns if _INT_LISTS.fullmatch(c.type)]
         if texts:  # to_json writes [[1,2],[]]; json.dumps the same with a space after each comma
@@ -302,13 +308,16 @@ def report_query(db: Database, name: str, runs: list[str] | None = None, params:
                  limit: int | None = None, keep_run_columns: bool | None = None
                  ) -> tuple[duckdb.DuckDBPyConnection, str, dict[str, object]]:
     """The cursor (holding `report_runs`), SQL and parameters of a report; see report_relation."""
-    return _query(db, prepare_report(db, name, runs, params, keep_run_columns), runs, limit)
+    return _query(db, prepare_report(db, name, runs, params, keep_run_columns), runs, limit)[:3]
 
 
 def _query(db: Database, prepared: PreparedReport, runs: list[str] | None, limit: int | None,
-           run_rows: bool = False) -> tuple[duckdb.DuckDBPyConnection, str, dict[str, object]]:
+           run_rows: bool = False, json_text: bool = False
+           ) -> tuple[duckdb.DuckDBPyConnection, str, dict[str, object], dict[str, str] | None]:
     """See report_query; `run_rows` adds a last column, __run_rows, each run's number of rows before
-    `limit` (only with a run_id column)."""
+    `limit` (only with a run_id column). `json_text`: where the pack holds the rows' JSON text
+    (json output of all rows), the query gives that text instead of the rows, and the last value
+    returned is the text of each run's columns (see _packed_text_sql); else it is None."""
     name = prepared.report.name
     report, run_ids, other_runs, dropped = prepared.report, prepared.run_ids, prepared.other_runs, prepared.dropped
     # with runs selected, only their files are read: those of runs named by parameters too
@@ -322,7 +331,10 @@ def _query(db: Database, prepared: PreparedReport, runs: list[str] | None, limit
                     {"ids": run_ids})
         sql = report.sql.rstrip().rstrip(";")
         if _reads_pack(cur, prepared):
-            return cur, _packed_rows_sql(report, dropped, limit, run_rows), {}
+            if json_text and limit is None and not run_rows and has_json_text(report):
+                text_sql, run_text = _packed_text_sql(cur, report, run_ids, dropped)
+                return cur, text_sql, {}, run_text
+            return cur, _packed_rows_sql(report, dropped, limit, run_rows), {}, None
         # the header's columns (a test holds them equal to the query's): binding a report's views
         # costs more than running it on a small store, so it is bound once, below
         if "run_id" in [c.name for c in report.columns]:
@@ -342,12 +354,87 @@ def _query(db: Database, prepared: PreparedReport, runs: list[str] | None, limit
     except duckdb.Error as e:
         cur.close()
         raise QueryError(f"report {name} failed: {_first_line(str(e))}") from None
-    return cur, sql, prepared.bound
+    return cur, sql, prepared.bound, None
 
 
 def report_file(name: str) -> str:
     """The file of a pack that holds a per-run report's rows."""
     return f"report-{name}.parquet"
+
+
+def report_text_file(name: str) -> str:
+    """The file of a pack that holds a per-run report's rows as JSON text (see report_text_sql)."""
+    return f"report-{name}.json.parquet"
+
+
+# A pack's JSON text of a per-run report: each row's object as json output writes it, without the
+# run columns, which start every row (run_name changes: a rename shows); in their place, RUN_MARK,
+# a character JSON text never holds raw (to_json escapes control characters as \u0001). The rows
+# of a run are joined as json output joins them, TEXT_ROWS rows to a chunk, in the run's order; the
+# chunks come in the order of the runs in a report over the pack's runs (by name, then id, when
+# packed), in row groups of about TEXT_GROUP_BYTES of text: what the database holds while it
+# streams them (a row group of 1,024 runs' text is 200 MB).
+RUN_MARK = "\x01"
+TEXT_ROWS = 1000
+TEXT_GROUP_BYTES = 4_000_000
+TEXT_BATCH = 8  # chunks fetched at a time: memory holds a few chunks of text, not the report's
+LINE_SEPARATOR = ",\n  "  # between two rows' objects in json output (render._write_lines)
+
+
+def has_json_text(report: Report) -> bool:
+    """Whether a pack holds this report's JSON text: a per-run report whose first columns are the
+    run's (every shipped one), with columns besides them."""
+    names = [c.name for c in report.columns]
+    return report.per_run and tuple(names[:len(RUN_COLUMNS)]) == RUN_COLUMNS and len(names) > len(RUN_COLUMNS)
+
+
+def _json_object(columns: list[Column], alias: str) -> str:
+    """The JSON text of a row's object (`columns` of the relation `alias`, in that order), as json
+    output writes it: `to_json` of the row, NaN and infinities as null (as orjson writes them)."""
+    values = [f"CASE WHEN isfinite({alias}.{_quoted(c.name)}) THEN {alias}.{_quoted(c.name)} END"
+              if c.type == "DOUBLE" else f"{alias}.{_quoted(c.name)}" for c in columns]
+    return f"to_json(struct_pack({', '.join(f'{_quoted(c.name)} := {v}' for c, v in zip(columns, values))}))::VARCHAR"
+
+
+def report_text_sql(report: Report, rows_file: str) -> str:
+    """A query of the JSON text of a per-run report's rows from the pack's file of its rows
+    (`rows_file`, see per_run_rows): per run, the rows' objects without the run columns, each
+    starting at RUN_MARK in place of `{"run_id":...,"run_name":...,` and joined as json output
+    joins them, TEXT_ROWS rows a chunk (run_id, __part, text), runs in the order of the table
+    report_run_order (run_id, position): what `traceduck compact` writes into a pack
+    (report_text_file). The values are read as _packed_rows_sql reads them."""
+    columns = [c for c in report.columns if c.name not in RUN_COLUMNS]
+    values = ", ".join(f"CAST(s.{_quoted(c.name)} AS {c.type}) AS {_quoted(c.name)}" for c in columns)
+    return (f"SELECT run_id, __part, string_agg('{RUN_MARK}' || substr(__json, 2), '{_sql_text(LINE_SEPARATOR)}' "
+            f"ORDER BY __pos) AS text FROM (SELECT run_id, __pos, (__pos - 1) // {TEXT_ROWS} AS __part, "
+            f"{_json_object(columns, 'v')} AS __json FROM (SELECT s.run_id, s.__pos, {values} "
+            f"FROM read_parquet('{_sql_text(rows_file)}') s) v) t GROUP BY run_id, __part "
+            "ORDER BY (SELECT position FROM report_run_order o WHERE o.run_id = t.run_id) NULLS LAST, run_id, __part")
+
+
+def _packed_text_sql(cur: duckdb.DuckDBPyConnection, report: Report, run_ids: list[str],
+                     dropped: list[str]) -> tuple[str, dict[str, str]]:
+    """A query of the JSON text of a per-run report's rows from the packs' text (report_text_sql):
+    chunks of lines (run_id, text as UTF-8 bytes: written as they are, neither decoded nor encoded
+    again) in the order _packed_rows_sql gives the rows; and the text of each run's columns, for
+    RUN_MARK in its chunks: its id and current name, or none when they are dropped (put in by the
+    caller: a lookup in the database per chunk costs more than all the rest). The chunks stream as
+    the files hold them when that is this order (the runs of one pack, named as when packed, so no
+    sort holds them all), else are sorted."""
+    files = summary_files(report_text_file(report.name).removesuffix(".parquet"))
+    run = ("'{'" if dropped else
+           """'{"run_id":' || to_json(r.run_id)::VARCHAR || ',"run_name":' || to_json(r.name)::VARCHAR || ','""")
+    prefixes = dict(cur.execute(f"SELECT r.run_id, {run} FROM runs r JOIN report_run_order o ON o.run_id = r.run_id")
+                    .fetchall())
+    position = {run_id: i for i, run_id in enumerate(run_ids)}
+    last = (-1, -1)
+    for run_id, part in cur.execute(f"SELECT run_id, __part FROM read_parquet({files})").fetchall():
+        if run_id not in prefixes or (position[run_id], part) <= last:
+            return (f"SELECT t.run_id, encode(t.text) AS text FROM read_parquet({files}) t "
+                    "JOIN runs r USING (run_id) JOIN report_run_order o ON o.run_id = t.run_id "
+                    "ORDER BY o.position, t.__part"), prefixes
+        last = (position[run_id], part)
+    return f"SELECT run_id, encode(text) AS text FROM read_parquet({files})", prefixes
 
 
 def _reads_pack(cur: duckdb.DuckDBPyConnection, prepared: PreparedReport) -> bool:
@@ -417,6 +504,11 @@ def _quoted(column: str) -> str:
     return '"' + column.replace('"', '""') + '"'
 
 
-__all__ = ["PreparedReport", "Report", "ReportError", "all_reports", "get_report", "per_run_rows", "prepare_report",
-           "report_file", "report_query", "report_relation", "report_run_ids", "run_report", "stream_report",
-           "RunSelectionError"]
+def _sql_text(text: str) -> str:
+    """`text` for a SQL string literal (inside its quotes)."""
+    return text.replace("'", "''")
+
+
+__all__ = ["PreparedReport", "Report", "ReportError", "all_reports", "get_report", "has_json_text", "per_run_rows",
+           "prepare_report", "report_file", "report_query", "report_relation", "report_run_ids", "report_text_file",
+           "report_text_sql", "run_report", "stream_report", "RunSelectionError"]
