@@ -299,11 +299,6 @@ def _counting_runs(result: Stream, columns: list[str], limit: int | None) -> Str
     return Stream(columns, result.nested, batches(), run_rows=counts)
 
 
-def _is_nested(type_: str) -> bool:
-    """Whether a column type (as a report's header writes it) holds lists, maps or structs."""
-    return type_.rstrip().endswith("]") or type_.upper().startswith(("MAP", "STRUCT", "UNION"))
-
-
 def report_query(db: Database, name: str, runs: list[str] | None = None, params: list[str] | None = None,
                  limit: int | None = None, keep_run_columns: bool | None = None
                  ) -> tuple[duckdb.DuckDBPyConnection, str, dict[str, object]]:

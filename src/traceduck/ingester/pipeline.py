@@ -439,8 +439,9 @@ def _merge(path: Path, tmp: Path, parts: Path, layout: TraceLayout, results: lis
     return total, nester.overlap_count, nester.op_overlap_count, warnings
 
 
-# Rows nested column-wise at once (whole tracks); a track longer than this is nested row by row as
-# its batches arrive, so the merge's memory stays bounded (about 100 bytes a row column-wise).
+# Rows nested column-wise at once (whole tracks; about 100 bytes a row while it runs): all of a run's
+# rows when it has at most this many; else tracks of at most NEST_BATCH rows, and a longer track row by
+# row as its batches arrive, so that the merge of a big trace holds no more than before.
 NEST_VECTOR_ROWS = 1 << 21
 
 
@@ -469,8 +470,9 @@ _NEST_COLUMNS = ("track", "event_id", "ts_ns", "end_ns", "frame", "call_stack_id
 
 
 def _nest_tracks(nester: Nester, reader: pa.RecordBatchReader) -> None:
-    """Nest the sorted rows: whole tracks column-wise, several at once, up to NEST_VECTOR_ROWS
-    rows; a longer track row by row (`Nester.feed`) as its batches arrive."""
+    """Nest the sorted rows: whole tracks column-wise, several at once (see NEST_VECTOR_ROWS); a
+    longer track row by row (`Nester.feed`) as its batches arrive."""
+    longest = NEST_VECTOR_ROWS if len(nester.parent) <= NEST_VECTOR_ROWS else NEST_BATCH
     frames = _FrameCodes()
     pending: list[dict[str, np.ndarray]] = []  # pieces of one track each, whole tracks but the last
     pending_rows = 0
@@ -519,7 +521,7 @@ def _nest_tracks(nester: Nester, reader: pa.RecordBatchReader) -> None:
             pending.append(piece)
             pending_rows += b - a
             last_rows += b - a
-            if last_rows > NEST_VECTOR_ROWS:  # too long for column-wise: row by row from here on
+            if last_rows > longest:  # too long for column-wise: row by row from here on
                 own = [p for p in pending if int(p["track"][0]) == t]
                 flush([p for p in pending if int(p["track"][0]) != t])
                 pending, pending_rows, last_rows = [], 0, 0
