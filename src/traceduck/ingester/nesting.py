@@ -8,8 +8,9 @@ both are children of the one that started last. Overlaps where either event is a
 counted apart: record_function annotations and Python frames overlap each other by design (their
 enter/exit calls interleave), while an op that overlaps makes its self time and nesting suspect.
 
-Rows arrive in batches (the whole run never sits in Python lists at once); results are
-scattered into arrays indexed by event id.
+`Nester.feed` nests rows one by one as batches arrive (the whole run never sits in Python lists at
+once); `nest_vectorized` nests whole tracks column-wise with the same results, and leaves to `feed`
+the tracks it would be slow on. Results are scattered into arrays indexed by event id.
 """
 
 from __future__ import annotations
