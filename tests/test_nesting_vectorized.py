@@ -3,6 +3,8 @@ nesting, partial overlaps, zero-length events, equal starts, Python frames, call
 
 from __future__ import annotations
 
+import random
+
 import numpy as np
 from hypothesis import given, settings, strategies as st
 
@@ -50,32 +52,38 @@ def _same(a: Nester, b: Nester) -> None:
     assert a.stacks.nodes == b.stacks.nodes
 
 
-def _nested(draw_tree, rng, track, start, end, depth, out, frames):
+# Python frames to draw from; the last one normalizes to a text that normalizes again differently
+FRAMES = [None, None, "a.py(1): f", "b.py(2): g at 0x7f00", "c.py(3): h", "d at 0 at 0x1x1"]
+
+
+def _nested(rng, track, start, end, depth, out):
     """Properly nested children inside [start, end)."""
     t = start
     while t < end and rng.random() < 0.8 and depth < 6:
         dur = rng.randrange(0, max(1, end - t) + 1)
-        frame = rng.choice(frames)
-        cs = rng.choice([None, None, 11, 22])
-        out.append((track, t, dur, frame, cs, rng.random() < 0.4))
-        _nested(draw_tree, rng, track, t, t + dur, depth + 1, out, frames)
+        out.append((track, t, dur, rng.choice(FRAMES), rng.choice([None, None, 11, 22]), rng.random() < 0.4))
+        _nested(rng, track, t, t + dur, depth + 1, out)
         t += dur + rng.randrange(0, 3)
+
+
+def _random_tracks(seed: int, tracks: int, width: int, loose: int) -> list[tuple]:
+    """Events (track, ts, dur, frame, call stack, is op) of `tracks` tracks of nested events over
+    [0, width), plus up to `loose` events placed anywhere on each (partial overlaps likely), shuffled."""
+    rng = random.Random(seed)
+    events: list[tuple] = []
+    for track in range(tracks):
+        _nested(rng, track, 0, width, 0, events)
+        for _ in range(rng.randrange(0, loose + 1)):
+            events.append((track, rng.randrange(0, width), rng.randrange(0, width // 2), rng.choice(FRAMES), None,
+                           rng.random() < 0.5))
+    rng.shuffle(events)
+    return events
 
 
 @settings(max_examples=400, deadline=None)
 @given(st.integers(0, 2**32), st.integers(1, 4), st.booleans(), st.integers(1, 7))
 def test_column_wise_nesting_equals_row_by_row(seed, tracks, overlaps, batch):
-    import random
-    rng = random.Random(seed)
-    frames = [None, None, "a.py(1): f", "b.py(2): g at 0x7f00", "c.py(3): h", "d at 0 at 0x1x1"]  # the last: normalized twice it changes again
-    events = []
-    for track in range(tracks):
-        _nested(None, rng, track, 0, 60, 0, events, frames)
-        if overlaps and rng.random() < 0.5:  # a few events anywhere: partial overlaps likely
-            for _ in range(rng.randrange(1, 4)):
-                t = rng.randrange(0, 60)
-                events.append((track, t, rng.randrange(0, 30), rng.choice(frames), None, rng.random() < 0.5))
-    rng.shuffle(events)
+    events = _random_tracks(seed, tracks, 60, 3 if overlaps else 0)
     _same(_row_by_row(events, batch), _columns(events))
 
 
@@ -102,16 +110,8 @@ def test_column_wise_nesting_by_hand():
 def test_tracks_left_to_the_row_by_row_nesting_mix_with_the_others(seed, tracks, limits):
     """With little or no budget for counting overlaps, tracks with overlaps go row by row and the
     result is still the same."""
-    import random
     from traceduck.ingester import nesting
-    rng = random.Random(seed)
-    frames = [None, "a.py(1): f", "c.py(3): h", "d at 0 at 0x1x1"]
-    events = []
-    for track in range(tracks):
-        _nested(None, rng, track, 0, 60, 0, events, frames)
-        for _ in range(rng.randrange(0, 4)):
-            events.append((track, rng.randrange(0, 60), rng.randrange(0, 30), rng.choice(frames), None,
-                           rng.random() < 0.5))
+    events = _random_tracks(seed, tracks, 60, 3)
     saved = nesting.OVERLAP_WORK, nesting.OVERLAP_SLACK
     nesting.OVERLAP_WORK, nesting.OVERLAP_SLACK = limits
     try:
@@ -127,17 +127,9 @@ def test_tracks_left_to_the_row_by_row_nesting_mix_with_the_others(seed, tracks,
 def test_merge_nests_batches_of_whole_tracks_and_long_tracks_row_by_row(seed, tracks, limits, batch):
     """The merge's batching (tracks across batches, several tracks at once, long tracks row by row
     as their batches arrive) gives what nesting all rows row by row gives."""
-    import random
     import pyarrow as pa
     from traceduck.ingester import pipeline
-    rng = random.Random(seed)
-    frames = [None, "a.py(1): f", "b.py(2): g at 0x7f00"]
-    events = []
-    for track in range(tracks):
-        _nested(None, rng, track, 0, 40, 0, events, frames)
-        for _ in range(rng.randrange(0, 3)):
-            events.append((track, rng.randrange(0, 40), rng.randrange(0, 20), rng.choice(frames), None,
-                           rng.random() < 0.5))
+    events = _random_tracks(seed, tracks, 40, 2)
     rows = _rows(events)
     table = pa.table({"track": pa.array([r[0] for r in rows], pa.uint64()),
                       "event_id": pa.array([r[3] for r in rows], pa.int64()),

@@ -28,7 +28,7 @@ from pathlib import Path
 import duckdb
 
 from .catalog import Column, sql_dir
-from .db import Database, Stream, _first_line, summary_files
+from .db import Database, Stream, _first_line, _literal, summary_files
 from .errors import QueryError, RunSelectionError, TraceduckError, with_suggestion
 from .jobs import require_one_job
 
@@ -400,10 +400,10 @@ def report_text_sql(report: Report, rows_file: str) -> str:
     (report_text_file). The values are read as _packed_rows_sql reads them."""
     columns = [c for c in report.columns if c.name not in RUN_COLUMNS]
     values = ", ".join(f"CAST(s.{_quoted(c.name)} AS {c.type}) AS {_quoted(c.name)}" for c in columns)
-    return (f"SELECT run_id, __part, string_agg('{RUN_MARK}' || substr(__json, 2), '{_sql_text(LINE_SEPARATOR)}' "
+    return (f"SELECT run_id, __part, string_agg('{RUN_MARK}' || substr(__json, 2), {_literal(LINE_SEPARATOR)} "
             f"ORDER BY __pos) AS text FROM (SELECT run_id, __pos, (__pos - 1) // {TEXT_ROWS} AS __part, "
             f"{_json_object(columns, 'v')} AS __json FROM (SELECT s.run_id, s.__pos, {values} "
-            f"FROM read_parquet('{_sql_text(rows_file)}') s) v) t GROUP BY run_id, __part "
+            f"FROM read_parquet({_literal(rows_file)}) s) v) t GROUP BY run_id, __part "
             "ORDER BY (SELECT position FROM report_run_order o WHERE o.run_id = t.run_id) NULLS LAST, run_id, __part")
 
 
@@ -497,11 +497,6 @@ def split_pairs(pairs: list[str], option: str = "--param") -> dict[str, str]:
 
 def _quoted(column: str) -> str:
     return '"' + column.replace('"', '""') + '"'
-
-
-def _sql_text(text: str) -> str:
-    """`text` for a SQL string literal (inside its quotes)."""
-    return text.replace("'", "''")
 
 
 __all__ = ["PreparedReport", "Report", "ReportError", "all_reports", "get_report", "has_json_text", "per_run_rows",

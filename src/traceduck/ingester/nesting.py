@@ -95,6 +95,18 @@ class Nester:
         self._many_closed_early: _ClosedEarly | None = None  # instead of _closed_early, once it is long
         self._track: int | None = None
 
+    def feed_arrays(self, track: np.ndarray, event_id: np.ndarray, ts: np.ndarray, end: np.ndarray,
+                    frame: np.ndarray, frame_texts: list[str], call_stack: np.ndarray, has_call_stack: np.ndarray,
+                    is_op: np.ndarray, fresh: bool = False) -> None:
+        """`feed` from the columns `nest_vectorized` takes (frames as codes into `frame_texts`, which
+        are normalized); `fresh`: the first row starts a track, whatever was fed before."""
+        if fresh:
+            self._track = None
+        self.feed(track.tolist(), event_id.tolist(), ts.tolist(), end.tolist(),
+                  [frame_texts[f] if f >= 0 else None for f in frame.tolist()],
+                  [c if h else None for c, h in zip(call_stack.tolist(), has_call_stack.tolist())], is_op.tolist(),
+                  normalized=True)
+
     def feed(self, track: list[int], event_id: list[int], ts: list[int], end: list[int],
              pyframe: list[str | None], call_stack: list[int | None], is_op: list[bool],
              normalized: bool = False) -> None:
@@ -305,12 +317,8 @@ def nest_vectorized(nester: Nester, track: np.ndarray, event_id: np.ndarray, ts:
     nester.op_overlap_count += op_overlaps
     if slow_rows.any():
         rows = np.flatnonzero(slow_rows)
-        nester._track = None
-        nester.feed(track[rows].tolist(), event_id[rows].tolist(), ts[rows].tolist(), end[rows].tolist(),
-                    [frame_texts[f] if f >= 0 else None for f in frame[rows].tolist()],
-                    [int(call_stack[i]) if has_call_stack[i] else None for i in rows], is_op[rows].tolist(),
-                    normalized=True)
-        nester._track = None
+        nester.feed_arrays(track[rows], event_id[rows], ts[rows], end[rows], frame[rows], frame_texts,
+                           call_stack[rows], has_call_stack[rows], is_op[rows], fresh=True)
         keep = np.flatnonzero(~slow_rows)
         if not len(keep):
             return

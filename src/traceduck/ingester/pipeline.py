@@ -418,7 +418,7 @@ def _merge(path: Path, tmp: Path, parts: Path, layout: TraceLayout, results: lis
         watch.lap("merge: sort for nesting")
         stage("nesting")
         # args and shapes need no nesting: write them in a thread (Parquet work releases the GIL)
-        # while this thread nests events in Python.
+        # while this thread nests events.
         with ThreadPoolExecutor(max_workers=1) as pool:
             side = pool.submit(lambda: [_write_parts(tmp, parts, t, results, offsets, run_id) for t in ("args", "shapes")])
             _nest_tracks(nester, reader)
@@ -486,12 +486,9 @@ def _nest_tracks(nester: Nester, reader: pa.RecordBatchReader) -> None:
             nest_vectorized(nester, cols["track"], cols["event_id"], cols["ts_ns"], cols["end_ns"], cols["frame"],
                             frames.texts, cols["call_stack_id"], cols["has_call_stack"], cols["is_op"])
 
-    def feed(piece: dict[str, np.ndarray]) -> None:
-        texts = frames.texts
-        nester.feed(piece["track"].tolist(), piece["event_id"].tolist(), piece["ts_ns"].tolist(),
-                    piece["end_ns"].tolist(), [texts[f] if f >= 0 else None for f in piece["frame"].tolist()],
-                    [c if h else None for c, h in zip(piece["call_stack_id"].tolist(), piece["has_call_stack"].tolist())],
-                    piece["is_op"].tolist(), normalized=True)
+    def feed(piece: dict[str, np.ndarray], fresh: bool = False) -> None:
+        nester.feed_arrays(*(piece[k] for k in _NEST_COLUMNS[:5]), frames.texts,
+                           *(piece[k] for k in _NEST_COLUMNS[5:]), fresh=fresh)
 
     for batch in reader:
         if not batch.num_rows:
@@ -525,9 +522,8 @@ def _nest_tracks(nester: Nester, reader: pa.RecordBatchReader) -> None:
                 own = [p for p in pending if int(p["track"][0]) == t]
                 flush([p for p in pending if int(p["track"][0]) != t])
                 pending, pending_rows, last_rows = [], 0, 0
-                nester._track = None
-                for p in own:
-                    feed(p)
+                for k, p in enumerate(own):
+                    feed(p, fresh=k == 0)
                 streaming = t
     flush(pending)
 
