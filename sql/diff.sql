@@ -29,9 +29,8 @@ WITH items AS (
   FROM cpu_ops o LEFT JOIN cpu_ops p ON p.run_id = o.run_id AND p.event_id = o.parent_op_id
   WHERE $by = 'call_site'
   UNION ALL
-  SELECT o.run_id, 'shape', o.name || ' ' || coalesce((SELECT list(s.dims ORDER BY s.input_index)::VARCHAR FROM shapes s
-         WHERE s.run_id = o.run_id AND s.event_id = o.event_id AND s.member_index IS NULL), '[]'), o.dur_ns, o.self_dur_ns
-  FROM cpu_ops o WHERE $by = 'shape'
+  SELECT o.run_id, 'shape', o.name || ' ' || coalesce(i.input_dims_text, '[]'), o.dur_ns, o.self_dur_ns
+  FROM cpu_ops o LEFT JOIN op_inputs i ON i.run_id = o.run_id AND i.event_id = o.event_id WHERE $by = 'shape'
   UNION ALL
   SELECT run_id, 'copy', coalesce(call_site, '(no Python stack)') || ' | ' || op_name || ' ' || coalesce(dims::VARCHAR, '?')
          || ' ' || coalesce(src_dtype, '?') || ' -> ' || coalesce(dst_dtype, '?'), dur_ns, self_dur_ns

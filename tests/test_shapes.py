@@ -83,3 +83,31 @@ def test_scalars_and_odd_inputs(tmp_path, store):
         (1, 0, None, [2], None, "c10::NewFloat9", None, None, None),
         (1, 1, None, [3], None, '{"x":1}', None, None, None),
     ]
+
+
+def test_op_inputs_lists_each_ops_inputs_in_order(store):
+    """op_inputs: one row per op that recorded shapes, its inputs' dims and dtypes in position order,
+    TensorList inputs left out (shapes holds them as one row per member), against json."""
+    path = shared_dir() / "cpu/train.json.gz"
+    events = trace_events(load_json(path, exact=False))
+    expected = {}
+    lists = 0
+    for i, e in enumerate(events):
+        a = e.get("args") or {}
+        dims = a.get("Input Dims")
+        if e.get("cat") != "cpu_op" or not isinstance(dims, list):
+            continue
+        types = a.get("Input type") or []
+        kept = [k for k, d in enumerate(dims) if not (d and all(isinstance(x, list) for x in d))]
+        lists += len(dims) - len(kept)
+        if kept:
+            expected[i] = ([dims[k] for k in kept], [_canonical(types[k] if k < len(types) else None, None) for k in kept])
+    traceduck.ingest(path, store=store)
+    with traceduck.open(store) as db:
+        got = db.sql("SELECT event_id, input_dims, input_dtypes, input_dims_text FROM op_inputs").fetchall()
+        cpu_ops = {r[0] for r in db.sql("SELECT event_id FROM cpu_ops").fetchall()}
+    assert {r[0]: (r[1], r[2]) for r in got if r[0] in cpu_ops} == expected and len(expected) > 100
+    assert lists > 0  # aten::cat takes a TensorList
+    texts = {r[0]: r[3] for r in got}
+    sample = next(i for i, (d, _) in expected.items() if len(d) >= 2 and all(d))
+    assert texts[sample] == "[" + ", ".join("[" + ", ".join(map(str, d)) + "]" for d in expected[sample][0]) + "]"

@@ -12,13 +12,9 @@
 -- column: self_dur_ns BIGINT -- total self time, ns
 -- column: self_pct DOUBLE -- share of the run's total op self time, percent
 -- column: total_dur_ns BIGINT -- total inclusive time, ns
-WITH input_dims AS (
-  SELECT run_id, event_id, list(dims ORDER BY input_index) AS dims
-  FROM shapes WHERE member_index IS NULL AND run_id IN (SELECT run_id FROM report_runs)
-  GROUP BY run_id, event_id
-), ops AS (
-  SELECT o.*, d.dims
-  FROM cpu_ops o LEFT JOIN input_dims d USING (run_id, event_id)
+WITH ops AS (
+  SELECT o.*, d.input_dims AS dims
+  FROM cpu_ops o LEFT JOIN op_inputs d USING (run_id, event_id)
   WHERE o.run_id IN (SELECT run_id FROM report_runs)
 ), totals AS (
   SELECT run_id, sum(self_dur_ns) AS run_self FROM ops GROUP BY run_id

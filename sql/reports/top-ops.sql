@@ -17,10 +17,9 @@
 WITH ops AS (
   SELECT o.run_id, o.event_id,
          CASE WHEN $group_by = 'category' THEN coalesce(c.category, 'other') ELSE o.name END AS name,
-         o.call_site, o.self_dur_ns, o.dur_ns,
-         (SELECT list(s.dims ORDER BY s.input_index)::VARCHAR FROM shapes s
-           WHERE s.run_id = o.run_id AND s.event_id = o.event_id AND s.member_index IS NULL) AS dims_text
+         o.call_site, o.self_dur_ns, o.dur_ns, i.input_dims_text AS dims_text
   FROM cpu_ops o LEFT JOIN op_name_categories c ON $group_by = 'category' AND c.name = o.name
+  LEFT JOIN op_inputs i ON i.run_id = o.run_id AND i.event_id = o.event_id
   WHERE o.run_id IN (SELECT run_id FROM report_runs)
 ), gpu AS (
   SELECT run_id, op_event_id, sum(dur_ns) AS gpu_dur_ns FROM gpu_kernels

@@ -229,15 +229,22 @@ SELECT run_id, event_id, anc_id FROM up;
 -- @column step BIGINT Profiler step whose window contains the op.
 CREATE OR REPLACE VIEW op_cost AS
 WITH RECURSIVE ops AS MATERIALIZED (
-  SELECT o.run_id, o.event_id, o.name, o.parent_op_id, o.call_site, o.step,
-         list({'dims': s.dims, 'dtype': s.dtype, 'numel': s.numel::HUGEINT, 'eb': s.elem_bytes,
-               'bytes': s.bytes::HUGEINT, 'c': s.concrete} ORDER BY s.input_index) AS ins,
-         list(s.dims ORDER BY s.input_index)::VARCHAR AS input_dims,
-         sum(s.bytes)::HUGEINT AS in_bytes
-  FROM cpu_ops o JOIN shapes s ON s.run_id = o.run_id AND s.event_id = o.event_id AND s.member_index IS NULL
-  GROUP BY o.run_id, o.event_id, o.name, o.parent_op_id, o.call_site, o.step
+  -- every CPU op with its formula
+  SELECT o.run_id, o.event_id, o.name, o.parent_op_id, o.call_site, o.step, coalesce(n.category, 'other') AS category,
+         n.model
+  FROM cpu_ops o LEFT JOIN op_name_categories n ON n.name = o.name
 ), m AS MATERIALIZED (
-  SELECT o.*, coalesce(n.category, 'other') AS category, n.model FROM ops o LEFT JOIN op_name_categories n USING (name)
+  -- the ops with a formula that recorded shapes, and their inputs in order (list_sort on the position:
+  -- no ordered aggregate); the other ops' inputs are read only where asked for (the last SELECT)
+  SELECT o.run_id, o.event_id, any_value(o.name) AS name, any_value(o.parent_op_id) AS parent_op_id,
+         any_value(o.call_site) AS call_site, any_value(o.step) AS step, any_value(o.category) AS category,
+         any_value(o.model) AS model,
+         list_sort(list({'i': s.input_index, 'dims': s.dims, 'dtype': s.dtype, 'numel': s.numel::HUGEINT,
+                         'eb': s.elem_bytes, 'bytes': s.bytes::HUGEINT, 'c': s.concrete}), 'ASC', 'NULLS LAST') AS ins,
+         sum(s.bytes)::HUGEINT AS in_bytes
+  FROM ops o JOIN shapes s ON s.run_id = o.run_id AND s.event_id = o.event_id AND s.member_index IS NULL
+  WHERE o.model IS NOT NULL
+  GROUP BY o.run_id, o.event_id
 ), codes AS (
   SELECT DISTINCT scalar_type, torch_name, elem_bytes FROM dtypes WHERE scalar_type IS NOT NULL
 ),
@@ -468,7 +475,7 @@ direct AS (
 ),
 -- ops with a cost that another op with a cost encloses (not counted)
 costed AS MATERIALIZED (
-  SELECT c.run_id, c.event_id, o.parent_op_id FROM costs c JOIN ops o USING (run_id, event_id)
+  SELECT c.run_id, c.event_id, o.parent_op_id FROM costs c JOIN m o USING (run_id, event_id)
   WHERE c.flops IS NOT NULL OR c.bytes IS NOT NULL
 ), anc(run_id, event_id, anc_id) AS (
   SELECT run_id, event_id, parent_op_id FROM costed WHERE parent_op_id IS NOT NULL
@@ -478,7 +485,9 @@ costed AS MATERIALIZED (
 ), enclosed AS (
   SELECT DISTINCT a.run_id, a.event_id FROM anc a JOIN costed c ON c.run_id = a.run_id AND c.event_id = a.anc_id
 )
-SELECT o.run_id, o.event_id, o.name AS op_name, o.category, c.model, o.input_dims,
+-- the ops with a formula
+SELECT o.run_id, o.event_id, o.name AS op_name, o.category, c.model,
+       list_transform(o.ins, lambda x: x.dims)::VARCHAR AS input_dims,
        coalesce(c.dtype, o.ins[1].dtype) AS dtype,
        TRY_CAST(c.flops AS BIGINT) AS flops, TRY_CAST(c.bytes AS BIGINT) AS bytes,
        g.gpu_dur_ns::BIGINT AS gpu_dur_ns,
@@ -490,4 +499,11 @@ SELECT o.run_id, o.event_id, o.name AS op_name, o.category, c.model, o.input_dim
 FROM m o
 LEFT JOIN costs c USING (run_id, event_id)
 LEFT JOIN subtree_gpu g USING (run_id, event_id)
-LEFT JOIN enclosed e USING (run_id, event_id);
+LEFT JOIN enclosed e USING (run_id, event_id)
+UNION ALL
+-- the ops without one: no cost, never counted (a filter on is_counted skips this part)
+SELECT o.run_id, o.event_id, o.name, o.category, NULL, i.input_dims_text, i.input_dtypes[1], NULL, NULL,
+       g.gpu_dur_ns::BIGINT, NULL, NULL, NULL, false, o.parent_op_id, o.call_site, o.step
+FROM ops o JOIN op_inputs i ON i.run_id = o.run_id AND i.event_id = o.event_id
+LEFT JOIN subtree_gpu g ON g.run_id = o.run_id AND g.event_id = o.event_id
+WHERE o.model IS NULL;
