@@ -232,3 +232,79 @@ def test_path_tiles_every_step_of_every_shared_trace(shared_store):
     # every GPU run has a path, and the GPU shows up on some of them
     assert gpu_runs <= {r["run_id"] for r in report}
     assert sum(r["gpu_compute_ns"] for r in report) > 0
+
+
+def _sync_trace() -> list[dict]:
+    """Synchronizing calls and the GPU work they may wait for (times in us): a device sync during
+    which two kernels end at the same time; a stream sync whose Stream Sync record names stream 7
+    but no device (a later kernel on stream 13 ends inside it too); a stream sync that waits for
+    nothing; then bench/make_syncs.py's rounds of launches each ended by a device sync."""
+    import sys
+
+    from conftest import ROOT
+
+    events = []
+
+    def kernel(corr, start, end, stream):
+        events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": start - 5,
+                       "dur": 1, "args": {"correlation": corr}})
+        events.append({"ph": "X", "cat": "kernel", "name": f"k{corr}", "pid": 0, "tid": stream, "ts": start,
+                       "dur": end - start, "args": {"device": 0, "stream": stream, "correlation": corr}})
+
+    def sync(name, corr, ts, dur, **record):
+        events.append({"ph": "X", "cat": "cuda_runtime", "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur,
+                       "args": {"correlation": corr}})
+        if record:
+            events.append({"ph": "X", "cat": "cuda_sync", "name": "Stream Sync", "pid": 0, "tid": record["stream"],
+                           "ts": ts + dur - 1, "dur": 1, "args": {**record, "correlation": corr}})
+
+    kernel(1, 100, 200, 7)
+    kernel(2, 120, 200, 13)
+    sync("cudaDeviceSynchronize", 3, 150, 100)
+    kernel(4, 300, 400, 7)
+    kernel(5, 310, 450, 13)
+    sync("cudaStreamSynchronize", 6, 320, 200, stream=7)
+    sync("cudaStreamSynchronize", 7, 600, 10, stream=7, device=0)
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        from make_syncs import events as rounds
+    finally:
+        sys.path.pop(0)
+    for e in rounds(50, 3):
+        e = json.loads(json.dumps(e))
+        e["ts"] += 1000
+        for k in ("correlation",):
+            e["args"][k] += 100
+        events.append(e)
+    return events
+
+
+def test_each_sync_waits_for_the_work_that_ended_last_while_it_blocked(tmp_path):
+    """critical_path_syncs against the trace read with json: of the GPU work that ended after the call
+    began and by its return (on the stream its Stream Sync record names, on that device when it names
+    one), the latest end, ties to the lowest event id; NULL when none ended meanwhile."""
+    events = _sync_trace()
+    trace = write_trace(tmp_path / "syncs.json", events)
+    traceduck.ingest(trace, store=tmp_path / "store")
+    records = {e["args"]["correlation"]: e["args"] for e in events if e["name"] == "Stream Sync"}
+    expected = {}
+    for i, e in enumerate(events):
+        if e["cat"] != "cuda_runtime" or not e["name"].endswith("Synchronize"):
+            continue
+        start, end = e["ts"] * US, (e["ts"] + e["dur"]) * US
+        rec = records.get(e["args"]["correlation"], {})
+        found = [((g["ts"] + g["dur"]) * US, j) for j, g in enumerate(events) if g["cat"] == "kernel"
+                 and start < (g["ts"] + g["dur"]) * US <= end
+                 and ("stream" not in rec or g["args"]["stream"] == rec["stream"])
+                 and ("device" not in rec or g["args"]["device"] == rec["device"])]
+        last = max(t for t, _ in found) if found else None
+        expected[i] = (min(j for t, j in found if t == last), last) if found else (None, None)
+    with traceduck.open(tmp_path / "store") as db:
+        (run_id,) = [r["run_id"] for r in db.runs()]
+        got = {r[0]: (r[1], r[2]) for r in db.sql(
+            f"SELECT event_id, awaited_event_id, awaited_end_ns FROM critical_path_syncs(['{run_id}'])").fetchall()}
+    assert got == expected and len(expected) == 53
+    first_sync = next(i for i, e in enumerate(events) if e["name"] == "cudaDeviceSynchronize")
+    assert events[got[first_sync][0]]["name"] == "k1"  # two kernels ended at 200 us: the first in the trace
+    assert [events[got[i][0]]["name"] for i in sorted(got)[1:2]] == ["k4"]  # stream 7 only: not k5 (450 us)
+    assert got[sorted(got)[2]] == (None, None)

@@ -127,7 +127,8 @@ FROM h ASOF LEFT JOIN syncs s
 -- (by return time) and the GPU work each waited for: the work that ended last while the call
 -- blocked (after its start, by its return), on the synced stream when the call's `cuda_sync`
 -- event (same correlation) names one, else on any stream of the run. NULL when no work ended
--- while it blocked: the call waited for nothing.
+-- while it blocked: the call waited for nothing. Of works that ended at the same ns, the first
+-- in the trace (the lowest event id).
 CREATE OR REPLACE MACRO critical_path_syncs(run_ids) AS TABLE
 WITH s AS (
   SELECT e.run_id, e.event_id, e.name, e.pid, e.tid, e.ts_ns, e.ts_ns + e.dur_ns AS end_ns, e.correlation,
@@ -145,12 +146,34 @@ WITH s AS (
 ), w AS (
   SELECT run_id, event_id, coalesce(device, -1) AS device, stream, ts_ns + dur_ns AS end_ns
   FROM device_events(['kernel', 'memcpy', 'memset']) WHERE run_id IN (SELECT unnest(run_ids)) AND dur_ns IS NOT NULL
-), waited AS (
-  SELECT s.run_id, s.event_id, arg_max(w.event_id, w.end_ns) AS awaited_event_id, max(w.end_ns) AS awaited_end_ns
+), keyed AS MATERIALIZED (
+  -- each work under the keys a call may look it up by: any work of the run; its stream on its
+  -- device; its stream on any device
+  SELECT run_id, 'any' AS scope, 0::BIGINT AS k_device, 0::BIGINT AS k_stream, end_ns, event_id FROM w
+  UNION ALL
+  SELECT run_id, 'device_stream', device, stream, end_ns, event_id FROM w WHERE stream IS NOT NULL
+  UNION ALL
+  SELECT run_id, 'stream', 0, stream, end_ns, event_id FROM w WHERE stream IS NOT NULL
+), lookups AS (
+  SELECT s.run_id, s.event_id, s.ts_ns, s.end_ns,
+         CASE WHEN t.stream IS NULL THEN 'any' WHEN t.device IS NULL THEN 'stream' ELSE 'device_stream' END AS scope,
+         CASE WHEN t.stream IS NOT NULL AND t.device IS NOT NULL THEN t.device ELSE 0 END AS k_device,
+         coalesce(t.stream, 0) AS k_stream
   FROM s LEFT JOIN target t ON t.run_id = s.run_id AND t.correlation = s.correlation
-  JOIN w ON w.run_id = s.run_id AND w.end_ns > s.ts_ns AND w.end_ns <= s.end_ns
-  WHERE t.stream IS NULL OR (w.stream = t.stream AND w.device = coalesce(t.device, w.device))
-  GROUP BY ALL
+), last_end AS (
+  -- the last end by the call's return among the work it may wait for (an ASOF join: a range join
+  -- would compare every call with every work of the run); none when that was before the call began
+  SELECT l.run_id, l.event_id, l.scope, l.k_device, l.k_stream, k.end_ns AS awaited_end_ns
+  FROM lookups l ASOF JOIN keyed k
+    ON k.run_id = l.run_id AND k.scope = l.scope AND k.k_device = l.k_device AND k.k_stream = l.k_stream
+   AND l.end_ns >= k.end_ns
+  WHERE k.end_ns > l.ts_ns
+), waited AS (
+  -- of works that ended at that same ns, the first in the trace
+  SELECT x.run_id, x.event_id, min(k.event_id) AS awaited_event_id, any_value(x.awaited_end_ns) AS awaited_end_ns
+  FROM last_end x JOIN keyed k ON k.run_id = x.run_id AND k.scope = x.scope AND k.k_device = x.k_device
+   AND k.k_stream = x.k_stream AND k.end_ns = x.awaited_end_ns
+  GROUP BY x.run_id, x.event_id
 )
 SELECT s.*, waited.awaited_event_id, waited.awaited_end_ns FROM s LEFT JOIN waited USING (run_id, event_id);
 
