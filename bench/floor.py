@@ -46,7 +46,8 @@ import pyarrow.compute  # noqa: F401  (pa.compute)
 import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-from traceduck.ingester.convert import _EXACT_FLOAT_LIMIT, _INT_US_LIMIT, _Event, _id_column, _ns_column  # noqa: E402
+from traceduck.ingester.convert import (  # noqa: E402
+    _EXACT_FLOAT_LIMIT, _INT_US_LIMIT, PROMOTED, _Event, _id_column, _ns_column)
 from traceduck.ingester.nesting import _previous_no_smaller  # noqa: E402
 
 
@@ -54,32 +55,16 @@ class _Trace(msgspec.Struct):
     traceEvents: list[_Event]
 
 
-class _Args(msgspec.Struct, rename={
-        "external_id": "External id", "correlation": "correlation", "seq_num": "Sequence number",
-        "python_id": "Python id", "python_parent_id": "Python parent id", "device": "device",
-        "stream": "stream", "dims": "Input Dims", "types": "Input type", "strides": "Input Strides",
-        "concrete": "Concrete Inputs", "call_stack": "Call stack"}):
-    external_id: Any = None
-    correlation: Any = None
-    seq_num: Any = None
-    python_id: Any = None
-    python_parent_id: Any = None
-    device: Any = None
-    stream: Any = None
-    dims: Any = None
-    types: Any = None
-    strides: Any = None
-    concrete: Any = None
-    call_stack: Any = None
+# the promoted columns (ingest's own list; the first spelling of each) and the shape keys, by field name
+_PROMOTED_KEYS = {column: key for key, column in reversed(PROMOTED.items())}
+_ARG_KEYS = {**_PROMOTED_KEYS, "dims": "Input Dims", "types": "Input type", "strides": "Input Strides",
+             "concrete": "Concrete Inputs", "call_stack": "Call stack"}
+_Args = msgspec.defstruct("_Args", [(field, Any, None) for field in _ARG_KEYS], rename=_ARG_KEYS)
 
 
 _TRACE = msgspec.json.Decoder(_Trace)
 _ARGS = msgspec.json.Decoder(list[_Args])
-_PROMOTED = ("external_id", "correlation", "seq_num", "python_id", "python_parent_id", "device", "stream")
-
-
-def _int_column(values: list) -> pa.Array:
-    return pa.array([v if v.__class__ is int else None for v in values], pa.int64())
+_PROMOTED = tuple(_PROMOTED_KEYS)
 
 
 def steps(path: Path, out: Path) -> dict[str, float]:
