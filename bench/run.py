@@ -62,12 +62,12 @@ def report_latencies(store: Path) -> list[tuple[str, float, int]]:
     """Warm latency of every report (best of three runs after a first one, in one process), in seconds."""
     code = (
         "import json, sys, time, traceduck\n"
-        "from traceduck.reports import all_reports, run_report\n"
+        "from traceduck.catalog import all_reports\n"
         "db = traceduck.open(sys.argv[1]); out = []\n"
         "for name in all_reports():\n"
-        "    run_report(db, name); best = None\n"
+        "    db.report_query(name).fetch(); best = None\n"
         "    for _ in range(3):\n"
-        "        t = time.perf_counter(); cols, rows = run_report(db, name); s = time.perf_counter() - t\n"
+        "        t = time.perf_counter(); cols, rows = db.report_query(name).fetch(); s = time.perf_counter() - t\n"
         "        best = s if best is None else min(best, s)\n"
         "    out.append((name, best, len(rows)))\n"
         "print(json.dumps(out))\n"
@@ -92,7 +92,7 @@ def command_latency(cache: Path, repeat: int, small: bool = False) -> tuple[str,
     sizes = json.loads(subprocess.run(traceduck_cmd() + ["sql", "SELECT count(*) AS runs, sum(event_count) AS events "
                                                          "FROM runs", "--store", str(store), "-f", "json"],
                                       check=True, capture_output=True, text=True).stdout)[0]
-    reports = subprocess.run([sys.executable, "-c", "from traceduck.reports import all_reports; print(*all_reports())"],
+    reports = subprocess.run([sys.executable, "-c", "from traceduck.catalog import all_reports; print(*all_reports())"],
                              check=True, capture_output=True, text=True).stdout.split()
     if small:
         reports = ["top-ops"]

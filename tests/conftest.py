@@ -100,3 +100,9 @@ def shared_store(shared_ingest):
     """One store holding every shared trace: (store path, {relative path: IngestResult}) for the traces."""
     path, results = shared_ingest
     return path, {rel: r for rel, r in results.items() if not r.not_a_trace}
+
+
+def run_report(db, name: str, runs: list[str] | None = None, params: list[str] | None = None,
+               limit: int | None = None, keep_run_columns: bool | None = None) -> tuple[list[str], list[tuple]]:
+    """(columns, rows) of a report over a traceduck.open() database."""
+    return db.report_query(name, runs=runs, params=params, limit=limit, keep_run_columns=keep_run_columns).fetch()

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 import traceduck
-from traceduck import db as db_module
-from traceduck.db import CACHE_DIR, VIEWS_FILE, Database
+from traceduck import viewfile
+from traceduck.viewfile import CACHE_DIR, VIEWS_FILE
 from traceduck.store import Store
 
 from conftest import SAMPLES
@@ -126,10 +126,10 @@ def test_views_are_built_once_per_store_and_reused(store, monkeypatch):
     assert len(files) == 1
     stamp = files[0].stat().st_mtime_ns
 
-    def no_sql_text(self):
+    def no_sql_text(*args):
         raise AssertionError("views re-created from SQL text")
 
-    monkeypatch.setattr(Database, "_create_views", no_sql_text)
+    monkeypatch.setattr(viewfile, "define", no_sql_text)
     with traceduck.open(store) as db:
         assert db.sql("SELECT count(*) FROM cpu_ops WHERE run_id IN (SELECT run_id FROM runs WHERE name = 'buggy')"
                       ).fetchall() == [(sum(op_calls(BUGGY).values()),)]
@@ -149,9 +149,10 @@ def test_a_store_that_cannot_be_written_builds_the_views_in_memory(store, tmp_pa
 
     monkeypatch.setattr(Store, "new_tmp_dir", read_only)
     with traceduck.open(copy) as db:
-        assert db._cache is None
+        private = db.engine._private
+        assert private is not None and (private / VIEWS_FILE).is_file()  # a view file of its own
         assert dict(db.report("top-ops", runs="fixed").select("name, calls").fetchall()) == op_calls(FIXED)
-    assert not (copy / CACHE_DIR).exists()
+    assert not (copy / CACHE_DIR).exists() and not private.exists()
 
 
 def test_rule_tables_belong_to_each_session(store):
@@ -169,7 +170,7 @@ def test_an_empty_store_reads_as_empty_tables_then_sees_new_runs(tmp_path):
     path = tmp_path / "store"
     Store(path, create=True)
     with traceduck.open(path) as db:
-        assert db._cache is not None
+        assert db.engine._private is None
         assert db.sql("SELECT count(*) FROM events").fetchall() == [(0,)]
         assert db.describe("events")[1][0][:2] == ("run_id", "VARCHAR")
         traceduck.ingest(BUGGY, store=path)
@@ -182,8 +183,8 @@ def test_a_cache_of_another_version_is_replaced(tmp_path, monkeypatch):
     traceduck.ingest([BUGGY, FIXED], store=store)
     traceduck.open(store).close()
     (old,) = (store / CACHE_DIR).iterdir()
-    db_module.cache_key.cache_clear()
-    monkeypatch.setattr(db_module, "_CACHE_LAYOUT", "another")
+    viewfile.cache_key.cache_clear()
+    monkeypatch.setattr(viewfile, "_CACHE_LAYOUT", "another")
     try:
         with traceduck.open(store) as db:
             assert db.sql("SELECT count(*) FROM runs").fetchall() == [(2,)]
@@ -191,7 +192,7 @@ def test_a_cache_of_another_version_is_replaced(tmp_path, monkeypatch):
         assert new.name != old.name
         assert os.listdir(store / "tmp") == []
     finally:
-        db_module.cache_key.cache_clear()
+        viewfile.cache_key.cache_clear()
 
 
 def test_progress_names_each_stage_and_ends_at_the_event_count(tmp_path):

@@ -16,14 +16,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import traceduck
+from traceduck.catalog import all_reports
 from traceduck.errors import InputError, JobSelectionError
 from traceduck.ingester import pipeline
 from traceduck.ingester.reader import NotParseable
 
-from traceduck.reports import all_reports, run_report
-
 from broken import SMALL, Variant, corpus, event_ends, write
-from conftest import SAMPLES, SHARED_TRACES, shared_dir
+from conftest import SAMPLES, SHARED_TRACES, run_report, shared_dir
 
 
 def snapshot(store: Path) -> dict[str, str]:

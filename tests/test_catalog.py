@@ -54,15 +54,15 @@ def test_docs_reach_the_duckdb_catalog(db):
 def test_view_files_load_in_a_fresh_connection():
     con = duckdb.connect()
     assert len(view_files()) >= 5
-    for path, text, relations in view_files():
-        assert relations, f"{path.name} documents no view"
+    for f in view_files():
+        assert f.relations, f"{f.path.name} documents no view"
     con.close()
 
 
 def test_a_missing_column_doc_is_caught():
     from traceduck.catalog import parse_sql_file
 
-    rel = parse_sql_file("-- A view.\n-- @column a INTEGER\nCREATE VIEW v AS SELECT 1 AS a;\n")[0]
+    rel = parse_sql_file("-- A view.\n-- @column a INTEGER\nCREATE VIEW v AS SELECT 1 AS a;\n").relations[0]
     assert rel.columns[0].doc == ""  # the check above would list it
 
 

@@ -16,12 +16,11 @@ from decimal import Decimal
 import pytest
 
 import traceduck
-from traceduck.db import Database
+from traceduck.api import Database
 from traceduck.errors import JobSelectionError
-from traceduck.reports import run_report
 from traceduck.store import Store
 
-from conftest import load_json, shared_dir, shared_trace_files, trace_events, union_length
+from conftest import load_json, run_report, shared_dir, shared_trace_files, trace_events, union_length
 
 # Hand-checked: the collective and element type of every communication kernel in the shared traces,
 # by the identifier in its name. The int8_t of SendRecv/Broadcast/AllGather kernels is NCCL's byte

@@ -14,9 +14,8 @@ import pytest
 
 import traceduck
 from traceduck.diff import diff_runs
-from traceduck.reports import run_report
 
-from conftest import ROOT, SAMPLES, load_json, shared_dir, trace_events
+from conftest import ROOT, SAMPLES, load_json, run_report, shared_dir, trace_events
 
 RANKS_DIR = "public/facebookresearch__HolisticTraceAnalysis/tests/data/trace_filter"
 
@@ -49,7 +48,7 @@ def test_diff_by_op_shows_the_copy_drop(cpu_pair):
         return sum(ns(e["dur"]) for e in trace_events(load_json(shared_dir() / rel)) if e.get("name") == "aten::copy_")
 
     with traceduck.open(cpu_pair) as db:
-        result = diff_runs(db, "full", "fixed", by="op")
+        result = diff_runs(db.engine, "full", "fixed", by="op")
     rows = [dict(zip(result.columns, r)) for r in result.rows]
     copy = next(r for r in rows if r["key"] == "aten::copy_")
     assert (copy["a_dur_ns"], copy["b_dur_ns"]) == (copy_ns("cpu/full.json"), copy_ns("cpu/fixed.json"))
@@ -64,7 +63,7 @@ def test_diff_by_copy_per_step_marks_the_cast_removed(cpu_pair):
     casts = [e for e in events if e.get("name") == "aten::to" and e["args"].get("Input Dims", [None])[0] == [65536, 1, 576]]
     steps = sum(1 for e in events if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#"))
     with traceduck.open(cpu_pair) as db:
-        result = diff_runs(db, "full", "fixed", by="copy", per_step=True)
+        result = diff_runs(db.engine, "full", "fixed", by="copy", per_step=True)
     rows = [dict(zip(result.columns, r)) for r in result.rows]
     whole = next(r for r in rows if "[65536, 1, 576] float8_e4m3fn -> bfloat16" in r["key"])
     assert whole["status"] == "removed"
@@ -97,7 +96,7 @@ def test_diff_by_call_site_counts_nested_ops_once(tmp_path):
         return len(chosen), steps, sum(ns(o["dur"]) for o in chosen)
 
     with traceduck.open(store) as db:
-        result = diff_runs(db, "buggy", "fixed", by="call_site", per_step=True)
+        result = diff_runs(db.engine, "buggy", "fixed", by="call_site", per_step=True)
     row = next(dict(zip(result.columns, r)) for r in result.rows if r[1].endswith(": _read_cache"))
     a_calls, a_steps, a_dur = outermost_ops_in_read_cache("buggy")
     b_calls, b_steps, b_dur = outermost_ops_in_read_cache("fixed")

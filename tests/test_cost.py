@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 import traceduck
-from conftest import load_json, shared_dir, trace_events, write_trace
-from traceduck.reports import run_report
+
+from conftest import load_json, run_report, shared_dir, trace_events, write_trace
 
 TRACELENS = "public/AMD-AGI__TraceLens/tests/traces"
 H100 = f"{TRACELENS}/h100/gaunernst_bert-small-uncased__1016001.json.gz"

@@ -12,9 +12,8 @@ from decimal import Decimal
 import pytest
 
 import traceduck
-from traceduck.reports import run_report
 
-from conftest import load_json, shared_dir, trace_events, write_trace
+from conftest import load_json, run_report, shared_dir, trace_events, write_trace
 
 PARTS = ["cpu_ns", "gpu_compute_ns", "communication_ns", "gpu_copy_ns", "launch_ns", "kernel_gap_ns", "sync_ns",
          "unattributed_ns"]

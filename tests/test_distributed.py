@@ -12,9 +12,8 @@ from decimal import Decimal
 import pytest
 
 import traceduck
-from traceduck.reports import run_report
 
-from conftest import load_json, shared_dir, trace_events, union_length, write_trace
+from conftest import load_json, run_report, shared_dir, trace_events, union_length, write_trace
 from test_collectives import comm_kernel
 
 HTA = "public/facebookresearch__HolisticTraceAnalysis/tests/data/"

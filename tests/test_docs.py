@@ -76,11 +76,16 @@ def test_every_report_appears_with_title_params_and_columns():
 
 
 def test_every_table_and_view_appears_with_duckdb_column_types():
-    # The SQL files loaded into a fresh DuckDB connection: the relations and types any client sees.
+    # The SQL files loaded into a fresh DuckDB connection (with the session macros and each summary's
+    # generated view, as traceduck loads them): the relations and types any client sees.
+    from traceduck import session
+    from traceduck.catalog import view_files
+
     con = duckdb.connect()
+    con.execute(session.macros_sql())
     con.execute((ROOT / "sql" / "tables.sql").read_text())
-    for path in sorted((ROOT / "sql" / "views").glob("*.sql")):
-        con.execute(path.read_text())
+    for f in view_files():
+        con.execute(f.text)
     names = [r[0] for r in con.execute(
         "SELECT table_name FROM duckdb_tables() WHERE NOT internal AND NOT temporary "
         "UNION ALL SELECT view_name FROM duckdb_views() WHERE NOT internal AND NOT temporary").fetchall()]
@@ -109,7 +114,7 @@ def test_python_reference_documents_every_public_function_and_method():
     import inspect
 
     import traceduck
-    from traceduck.db import Database
+    from traceduck.api import Database
     from traceduck.refdocs import python_md
 
     text = python_md()  # the committed file equals it (test_reference_docs_are_current)

@@ -11,9 +11,8 @@ from decimal import Decimal
 import pytest
 
 import traceduck
-from traceduck.reports import run_report
 
-from conftest import interval_union, load_json, shared_dir, trace_events, union_length, write_trace
+from conftest import interval_union, load_json, run_report, shared_dir, trace_events, union_length, write_trace
 from test_nesting import _overlap_pairs
 
 PUBLIC = "public/AMD-AGI__TraceLens/tests/traces"

@@ -12,9 +12,8 @@ from collections import Counter, defaultdict
 import pytest
 
 import traceduck
-from traceduck.reports import run_report
 
-from conftest import load_json, shared_dir, trace_events, write_trace
+from conftest import load_json, run_report, shared_dir, trace_events, write_trace
 
 US = 1000  # ns per us
 

@@ -15,7 +15,7 @@ import traceduck
 from traceduck import units
 from traceduck.cli import main
 from traceduck.render import cell_width, fit_widths, shorten
-from traceduck.reports import get_report
+from traceduck.catalog import get_report
 
 from conftest import write_trace
 
@@ -290,14 +290,14 @@ def test_stream_gives_the_values_fetchall_gives(stores):
          "1.50::DECIMAL(10, 2) AS d, NULL::VARCHAR AS n FROM range(25000)")
     expected = duckdb.sql(q).fetchall()
     with traceduck.open(stores["many"]) as db:
-        result = db.stream(db.sql(q), batch_rows=4096)
+        result = db.engine.stream(q, batch_rows=4096)
         got = [row for batch in result.batches for row in batch]
         assert result.nested == [False, False, True, True, True, False, False, False]
     assert got == expected
     assert [type(v) for v in got[0]] == [type(v) for v in expected[0]]
     with traceduck.open(stores["many"]) as db:
-        batches = list(db.stream(db.sql(q), batch_rows=4096).batches)
-    assert sum(len(b) for b in batches) == 25_000  # counted without making Python values
+        batches = list(db.engine.stream(q, batch_rows=4096).batches)
+    assert sum(len(b) for b in batches) == 25_000
     assert batches[1][:3] == expected[len(batches[0]):len(batches[0]) + 3]
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import traceduck
+from traceduck import session
 from traceduck.cli import main
 from conftest import SAMPLES, load_json, shared_dir, write_trace
 from test_crash import run_id_of
@@ -37,7 +38,7 @@ def cli(capsys, *args) -> tuple[int, str, str]:
 
 def sources(db) -> list[str]:
     """The directories the views read (packs first, then runs)."""
-    return db.sql("SELECT getvariable('traceduck_sources')").fetchall()[0][0]
+    return db.sql(f"SELECT getvariable('{session.SOURCES.name}')").fetchall()[0][0]
 
 
 def answers(db) -> dict[str, list]:
@@ -75,7 +76,7 @@ def test_compact_answers_the_same_and_follows_every_change(tmp_path, capsys):
         # a selection that leaves packed runs out reads its runs' own files
         buggy = run_id_of(BUGGY)
         cur = db.cursor(run_ids=[buggy])
-        assert cur.sql("SELECT getvariable('traceduck_sources')").fetchall()[0][0] == [str(store / "runs" / buggy)]
+        assert cur.sql(f"SELECT getvariable('{session.SOURCES.name}')").fetchall()[0][0] == [str(store / "runs" / buggy)]
         assert cur.sql("SELECT DISTINCT run_id FROM events").fetchall() == [(buggy,)]
     assert cli(capsys, "compact", "--store", store)[1].startswith(f"4 runs already packed in {pack[:12]} (")
 
@@ -144,14 +145,14 @@ def kernel_totals(path: Path) -> dict[str, tuple[int, int]]:
 
 @pytest.mark.slow  # 5 s
 def test_summaries_come_from_the_pack_only_where_they_apply(tmp_path):
-    from traceduck import packs
+    from traceduck.catalog import summaries
 
     store = tmp_path / "store"
     rank0, rank1 = hta_ranks()
     traceduck.ingest([BUGGY, rank0, rank1], store=store)
     with traceduck.open(store) as db:
         before = summary_answers(db)
-        assert [db.sql(f"SELECT count(*) FROM {v}()").fetchall() for v in packs.SUMMARIES] == [[(0,)]] * len(packs.SUMMARIES)
+        assert [db.sql(f"SELECT count(*) FROM {s.packed}()").fetchall() for s in summaries()] == [[(0,)]] * len(summaries())
     # the kernel statistics against plain json
     r0 = run_id_of(rank0)
     expected = kernel_totals(rank0)
@@ -161,15 +162,15 @@ def test_summaries_come_from_the_pack_only_where_they_apply(tmp_path):
     traceduck.compact(store=store)
     (pack,) = os.listdir(store / "packs")
     packed = store / "packs" / pack
-    assert sorted(f.name for f in packed.iterdir() if "_packed" in f.name) == sorted(f"{v}.parquet" for v in packs.SUMMARIES)
+    assert {f"{s.name}.parquet" for s in summaries()} <= {f.name for f in packed.iterdir()}
     with traceduck.open(store) as db:
-        assert db.sql("SELECT getvariable('traceduck_all_summarized')").fetchall() == [(True,)]
+        assert db.sql("SELECT all_runs_summarized()").fetchall() == [(True,)]
         assert db.sql("SELECT count(DISTINCT run_id) FROM op_self_times_packed()").fetchall() == [(3,)]
         assert summary_answers(db) == before
 
     # the views read the pack's rows, and compute none for its runs: a changed summary file shows
     import duckdb
-    stats = packed / "kernel_stats_packed.parquet"
+    stats = packed / "kernel_stats.parquet"
     duckdb.execute(f"COPY (SELECT * REPLACE (instances + 1000 AS instances) FROM '{stats}') TO '{stats}.new' (FORMAT parquet)")
     os.replace(f"{stats}.new", stats)
     marked = sorted((run, name, n + 1000, *rest) for run, name, n, *rest in before["kernel_stats"])
@@ -184,14 +185,14 @@ def test_summaries_come_from_the_pack_only_where_they_apply(tmp_path):
         # a session that changes a reference table computes everything with it
         db.sql("DELETE FROM op_categories WHERE false")
         assert summary_answers(db) == before
-        assert db.sql("SELECT getvariable('traceduck_all_summarized')").fetchall() == [(False,)]
+        assert db.sql("SELECT all_runs_summarized()").fetchall() == [(False,)]
 
     # a new run beside the pack: the pack's runs from the pack, the new one computed
     extra = write_trace(tmp_path / "extra.json", [
         {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1.0, "dur": 2.0, "args": {"device": 0}}])
     traceduck.ingest(extra, store=store)
     with traceduck.open(store) as db:
-        assert db.sql("SELECT getvariable('traceduck_all_summarized')").fetchall() == [(False,)]
+        assert db.sql("SELECT all_runs_summarized()").fetchall() == [(False,)]
         assert db.sql("SELECT * FROM kernel_stats ORDER BY ALL").fetchall() == sorted(
             [*marked, (run_id_of(extra), "k", 1, 2000, 2000, 2000, 2000, 2000, None, 1)])
 
@@ -218,7 +219,7 @@ def test_per_run_reports_come_from_the_pack_with_their_default_parameters(tmp_pa
     with traceduck.open(store) as db:
         before = {name: db.report(name).fetchall() for name in names}
         # per run indeed: the rows over all runs are each run's rows on its own, run after run
-        from traceduck.reports import run_report
+        from conftest import run_report
         runs = [r for r in (run_id_of(BUGGY), run_id_of(rank0), run_id_of(rank1))]
         names_order = sorted(runs, key=lambda r: {run_id_of(BUGGY): "buggy", run_id_of(rank0): "sampled_rank-0",
                                                   run_id_of(rank1): "sampled_rank-1"}[r])
@@ -237,7 +238,7 @@ def test_per_run_reports_come_from_the_pack_with_their_default_parameters(tmp_pa
 
     # the rows are the pack's: a changed file shows (the report computes nothing)
     import duckdb
-    rows = packed / report_file("top-kernels")
+    rows = packed / f"{report_file('top-kernels')}.parquet"
     duckdb.execute(f"COPY (SELECT * REPLACE (instances + 1000 AS instances) FROM '{rows}') TO '{rows}.new' (FORMAT parquet)")
     os.replace(f"{rows}.new", rows)
     at = [c.name for c in all_reports()["top-kernels"].columns].index("instances")
@@ -256,7 +257,7 @@ def test_per_run_reports_come_from_the_pack_with_their_default_parameters(tmp_pa
     name_at = [c.name for c in all_reports()["top-kernels"].columns].index("run_name")
     traceduck.rename(run_id_of(rank0), "renamed", store=store)
     with traceduck.open(store) as db:
-        assert db.sql("SELECT getvariable('traceduck_all_summarized')").fetchall() == [(True,)]
+        assert db.sql("SELECT all_runs_summarized()").fetchall() == [(True,)]
         assert db.report("top-kernels").fetchall() == [
             r[:name_at] + ("renamed" if r[0] == run_id_of(rank0) else r[name_at],) + r[name_at + 1:] for r in marked]
 
@@ -272,11 +273,10 @@ def json_rows(db, name: str, **kwargs) -> list[dict]:
 
 def text_query(db, name: str) -> str:
     """The query json output of a report over every run reads its text with."""
-    from traceduck.reports import _query, prepare_report
-
-    cur, sql, _, run_text = _query(db, prepare_report(db, name), None, None, json_text=True)
-    cur.close()
-    assert run_text is not None
+    query = db.report_query(name)
+    assert query.packed
+    sql, _prefixes = query.packed_text_sql()
+    query.close()
     return sql
 
 
@@ -313,7 +313,7 @@ def test_json_output_of_per_run_reports_is_the_packs_text(tmp_path, capsys):
     traceduck.compact(store=store)
     (pack,) = os.listdir(store / "packs")
     packed = store / "packs" / pack
-    assert all((packed / report_text_file(name)).is_file() for name in names)
+    assert all((packed / f"{report_text_file(name)}.parquet").is_file() for name in names)
     assert {name: json_out(name) for name in names} == before
     assert json_out("top-ops", "--limit", "2") == limited  # computed from the pack's rows
     # runs named as they are now: a rename shows, its name escaped as JSON escapes it
@@ -349,7 +349,7 @@ def test_json_output_of_per_run_reports_is_the_packs_text(tmp_path, capsys):
     traceduck.rename(run_id_of(BUGGY), "buggy", store=store)
 
     # the text is the pack's: a changed file shows (the rows are neither computed nor read)
-    text = packed / report_text_file("top-ops")
+    text = packed / f"{report_text_file('top-ops')}.parquet"
     duckdb.execute(f"COPY (SELECT * REPLACE (replace(text, '\"calls\":', '\"CALLS\":') AS text) FROM '{text}') "
                    f"TO '{text}.new' (FORMAT parquet)")
     os.replace(f"{text}.new", text)

@@ -9,9 +9,8 @@ import sys
 import pytest
 
 import traceduck
-from traceduck.reports import run_report
 
-from conftest import SAMPLES, load_json, trace_events
+from conftest import SAMPLES, load_json, run_report, trace_events
 
 
 def td(*args):

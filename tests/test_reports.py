@@ -12,9 +12,9 @@ from decimal import Decimal
 import pytest
 
 import traceduck
-from traceduck.reports import all_reports, run_report
+from traceduck.catalog import all_reports
 
-from conftest import SAMPLES, load_json, shared_dir, shared_trace_files, trace_events, union_length
+from conftest import SAMPLES, load_json, run_report, shared_dir, shared_trace_files, trace_events, union_length
 
 REPORTS = sorted(all_reports())
 EXPECTED_REPORTS = ["collectives", "comm-overlap", "copies-by-call-site", "critical-path", "cuda-graphs", "gpu-utilization",

@@ -9,10 +9,9 @@ import pytest
 
 import traceduck
 from traceduck.export import export_run
-from traceduck.reports import run_report
 from traceduck.store import Store
 
-from conftest import NOT_TRACES, load_json, shared_dir, shared_trace_files, trace_events
+from conftest import NOT_TRACES, load_json, run_report, shared_dir, shared_trace_files, trace_events
 from roundtrip import trace_difference
 
 pytestmark = pytest.mark.slow  # every shared trace, ingested and exported: minutes

@@ -160,7 +160,7 @@ def test_every_portable_view_has_duckdbs_row_count(spark, db, views):
 @pytest.mark.parametrize("name", ["top-kernels", "ranks", "top-ops"])
 def test_reports_agree_row_for_row(spark, db, views, name):
     from traceduck import spark as tds
-    from traceduck.reports import run_report
+    from conftest import run_report
 
     df = tds.report(spark, name)
     columns, want = run_report(db, name)
@@ -172,7 +172,7 @@ def test_reports_agree_row_for_row(spark, db, views, name):
 
 def test_report_rows_come_in_duckdbs_order(spark, db, views):
     from traceduck import spark as tds
-    from traceduck.reports import run_report
+    from conftest import run_report
 
     got = [(r["run_id"], r["name"]) for r in tds.report(spark, "top-kernels").select("run_id", "name").collect()]
     columns, want = run_report(db, "top-kernels")
@@ -181,7 +181,7 @@ def test_report_rows_come_in_duckdbs_order(spark, db, views):
 
 def test_report_of_one_run_with_parameters(spark, db, views, ingested):
     from traceduck import spark as tds
-    from traceduck.reports import run_report
+    from conftest import run_report
 
     run = ingested[2][0].name
     df = tds.report(spark, "idle", runs=[run], params=["kernel_wait_threshold_ns=1000"])

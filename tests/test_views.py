@@ -9,10 +9,9 @@ from decimal import Decimal
 import pytest
 
 import traceduck
-from traceduck.reports import run_report
 from traceduck.store import Store
 
-from conftest import load_json, shared_dir, trace_events
+from conftest import load_json, run_report, shared_dir, trace_events
 
 RUNTIME_CATS = {"cuda_runtime", "cuda_driver", "Runtime", "mtia_runtime", "hip_runtime"}
 LAUNCH_NAME = re.compile(r"(?i)(launch|memcpy|memset)")

@@ -54,8 +54,13 @@ FROM (
   GROUP BY run_id, event_id
 );
 
--- Per run and CPU op name, calls and summed self time (report overview's top ops). The runs of
--- skip_runs left out (see `op_self_times`).
+-- Per run and CPU op name: calls and summed self time (report overview's top ops).
+-- @summary
+-- @column run_id VARCHAR Run of the ops.
+-- @column name VARCHAR Op name.
+-- @column calls BIGINT Calls of the op.
+-- @column self_ns BIGINT Summed self time, ns.
+-- @column rank BIGINT Position of the op in its run by self time (1: the most), ties by name.
 CREATE OR REPLACE MACRO op_self_times_of(skip_runs := []::VARCHAR[]) AS TABLE
 SELECT *, row_number() OVER (PARTITION BY run_id ORDER BY self_ns DESC, name) AS rank
 FROM (
@@ -63,21 +68,3 @@ FROM (
   FROM events WHERE is_cpu_op AND run_id NOT IN (SELECT unnest(skip_runs))  -- the rows of cpu_ops
   GROUP BY run_id, name
 );
-
--- The `op_self_times_of` rows of the packed runs, as `traceduck compact` wrote them into their
--- packs. Empty here: a store's view file reads the packs instead (see packs.py).
-CREATE OR REPLACE MACRO op_self_times_packed() AS TABLE
-SELECT * FROM op_self_times_of() WHERE false;
-
--- Per run and CPU op name: calls and summed self time. Read from the packs for the runs a current
--- pack holds (computed once, by `traceduck compact`), computed from the ops for the others.
--- @column run_id VARCHAR Run of the ops.
--- @column name VARCHAR Op name.
--- @column calls BIGINT Calls of the op.
--- @column self_ns BIGINT Summed self time, ns.
--- @column rank BIGINT Position of the op in its run by self time (1: the most), ties by name.
-CREATE OR REPLACE VIEW op_self_times AS
-SELECT * FROM op_self_times_packed()
-UNION ALL
-SELECT * FROM op_self_times_of(coalesce(getvariable('traceduck_summarized_runs'), []::VARCHAR[]))
-WHERE NOT coalesce(getvariable('traceduck_all_summarized'), false);  -- then planned away

@@ -174,29 +174,10 @@ SELECT w.* EXCLUDE (category),
           FROM args a WHERE a.run_id = w.run_id AND a.event_id = w.event_id AND a.key = 'bytes') AS bytes
 FROM gpu_work(['memset']) w;
 
--- Per run and kernel name, the statistics of report top-kernels (what nsys stats
--- cuda_gpu_kern_sum gives per kernel), from `device_events`; the runs of skip_runs left out (see
--- `kernel_stats`, which reads theirs from the packs).
-CREATE OR REPLACE MACRO kernel_stats_of(skip_runs := []::VARCHAR[]) AS TABLE
-SELECT *, row_number() OVER (PARTITION BY run_id ORDER BY total_dur_ns DESC, name) AS rank
-FROM (
-  SELECT run_id, name, count(*) AS instances, sum(dur_ns)::BIGINT AS total_dur_ns, avg(dur_ns)::BIGINT AS avg_ns,
-         quantile_disc(dur_ns, 0.5) AS med_ns, min(dur_ns) AS min_ns, max(dur_ns) AS max_ns,
-         stddev_samp(dur_ns)::BIGINT AS stddev_ns
-  FROM device_events(['kernel']) WHERE run_id NOT IN (SELECT unnest(skip_runs))
-  GROUP BY run_id, name
-);
-
--- The `kernel_stats_of` rows of the packed runs, as `traceduck compact` wrote them into their packs
--- (computed with the reference tables as traceduck ships them: a session that changes one, or a
--- pack written by another traceduck version, reads none). Empty here: a store's view file reads
--- the packs instead (see packs.py).
-CREATE OR REPLACE MACRO kernel_stats_packed() AS TABLE
-SELECT * FROM kernel_stats_of() WHERE false;
-
 -- Per run and kernel name: count, total, average, median, min, max and standard deviation of the
--- kernel's durations (report top-kernels). Read from the packs for the runs a current pack holds
--- (computed once, by `traceduck compact`), computed from the kernels for the others.
+-- kernel's durations (report top-kernels; what nsys stats cuda_gpu_kern_sum gives per kernel),
+-- from `device_events`.
+-- @summary
 -- @column run_id VARCHAR Run of the kernels.
 -- @column name VARCHAR Kernel name.
 -- @column instances BIGINT Number of launches of the kernel.
@@ -207,16 +188,29 @@ SELECT * FROM kernel_stats_of() WHERE false;
 -- @column max_ns BIGINT Longest duration, ns.
 -- @column stddev_ns BIGINT Sample standard deviation of the duration, ns (NULL for one instance).
 -- @column rank BIGINT Position of the kernel in its run by total time (1: the most), ties by name.
-CREATE OR REPLACE VIEW kernel_stats AS
-SELECT * FROM kernel_stats_packed()
-UNION ALL
-SELECT * FROM kernel_stats_of(coalesce(getvariable('traceduck_summarized_runs'), []::VARCHAR[]))
-WHERE NOT coalesce(getvariable('traceduck_all_summarized'), false);  -- then planned away
+CREATE OR REPLACE MACRO kernel_stats_of(skip_runs := []::VARCHAR[]) AS TABLE
+SELECT *, row_number() OVER (PARTITION BY run_id ORDER BY total_dur_ns DESC, name) AS rank
+FROM (
+  SELECT run_id, name, count(*) AS instances, sum(dur_ns)::BIGINT AS total_dur_ns, avg(dur_ns)::BIGINT AS avg_ns,
+         quantile_disc(dur_ns, 0.5) AS med_ns, min(dur_ns) AS min_ns, max(dur_ns) AS max_ns,
+         stddev_samp(dur_ns)::BIGINT AS stddev_ns
+  FROM device_events(['kernel']) WHERE run_id NOT IN (SELECT unnest(skip_runs))
+  GROUP BY run_id, name
+);
 
--- Per run and profiler step (of the launch; NULL for kernels launched outside every step or with
--- no launch in the trace), the kernels against the calls that launched them (`device_work`): for
--- report overview's totals and its launch-bound finding. The runs of skip_runs left out (see
--- `kernel_launch_windows`).
+-- Per run and profiler step of the launch: kernels, their time, those launched by CUDA/HIP graphs,
+-- and those that ran shorter than the call that launched them (`device_work`; for report
+-- overview's totals and its launch-bound finding).
+-- @summary
+-- @column run_id VARCHAR Run of the kernels.
+-- @column step BIGINT Profiler step of the launches (NULL: outside every step, or no launch in the trace).
+-- @column kernels BIGINT Kernels.
+-- @column dur_ns BIGINT Their summed duration, ns.
+-- @column graph_kernels BIGINT Kernels launched by a CUDA/HIP graph.
+-- @column graph_dur_ns BIGINT Their summed duration, ns (NULL when none).
+-- @column launched_kernels BIGINT Kernels whose launching call is in the trace.
+-- @column short_kernels BIGINT Kernels not launched by a graph that ran shorter than their launching call.
+-- @column short_gap_ns BIGINT What those kernels ran shorter than their launching calls in all, ns.
 CREATE OR REPLACE MACRO kernel_launch_windows_of(skip_runs := []::VARCHAR[]) AS TABLE
 SELECT run_id, step, count(*) AS kernels, sum(dur_ns)::BIGINT AS dur_ns,
        count(*) FILTER (WHERE is_graph_launched) AS graph_kernels,
@@ -227,27 +221,3 @@ SELECT run_id, step, count(*) AS kernels, sum(dur_ns)::BIGINT AS dur_ns,
 FROM device_work(['kernel']) WHERE run_id NOT IN (SELECT unnest(skip_runs))
 GROUP BY run_id, step;
 
--- The `kernel_launch_windows_of` rows of the packed runs, as `traceduck compact` wrote them into
--- their packs (computed with the reference tables as traceduck ships them: a session that changes
--- one, or a pack written by another traceduck version, reads none). Empty here: a store's view
--- file reads the packs instead (see packs.py).
-CREATE OR REPLACE MACRO kernel_launch_windows_packed() AS TABLE
-SELECT * FROM kernel_launch_windows_of() WHERE false;
-
--- Per run and profiler step of the launch: kernels, their time, those launched by CUDA/HIP graphs,
--- and those that ran shorter than the call that launched them (a launch-bound step: report
--- overview). Read from the packs for the runs a current pack holds, computed for the others.
--- @column run_id VARCHAR Run of the kernels.
--- @column step BIGINT Profiler step of the launches (NULL: outside every step, or no launch in the trace).
--- @column kernels BIGINT Kernels.
--- @column dur_ns BIGINT Their summed duration, ns.
--- @column graph_kernels BIGINT Kernels launched by a CUDA/HIP graph.
--- @column graph_dur_ns BIGINT Their summed duration, ns (NULL when none).
--- @column launched_kernels BIGINT Kernels whose launching call is in the trace.
--- @column short_kernels BIGINT Kernels not launched by a graph that ran shorter than their launching call.
--- @column short_gap_ns BIGINT What those kernels ran shorter than their launching calls in all, ns.
-CREATE OR REPLACE VIEW kernel_launch_windows AS
-SELECT * FROM kernel_launch_windows_packed()
-UNION ALL
-SELECT * FROM kernel_launch_windows_of(coalesce(getvariable('traceduck_summarized_runs'), []::VARCHAR[]))
-WHERE NOT coalesce(getvariable('traceduck_all_summarized'), false);  -- then planned away

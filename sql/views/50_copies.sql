@@ -139,27 +139,9 @@ LEFT JOIN gpu g USING (run_id, event_id)
 LEFT JOIN copies p ON p.run_id = c.run_id AND p.event_id = c.parent_op_id;
 
 -- Outermost copies and casts (`tensor_copies` WHERE is_outermost) grouped per run by call site,
--- op, source dims and dtypes, for reports copies-by-call-site and overview. The runs of skip_runs
--- left out (see `copy_groups`).
-CREATE OR REPLACE MACRO copy_groups_of(skip_runs := []::VARCHAR[]) AS TABLE
-SELECT run_id, call_site, op_name, dims, src_dtype, dst_dtype,
-       count(*) AS calls, count(step) AS calls_in_steps, count(DISTINCT step) AS steps_with,
-       max(bytes) AS bytes_per_call, sum(bytes)::BIGINT AS total_bytes, sum(dur_ns)::BIGINT AS total_dur_ns,
-       sum(gpu_dur_ns)::BIGINT AS total_gpu_dur_ns, count(gpu_dur_ns) AS calls_with_gpu
-FROM tensor_copies
-WHERE is_outermost AND run_id NOT IN (SELECT unnest(skip_runs))
-GROUP BY run_id, call_site, op_name, dims, src_dtype, dst_dtype;
-
--- The `copy_groups_of` rows of the packed runs, as `traceduck compact` wrote them into their packs
--- (computed with the reference tables as traceduck ships them: a session that changes one, or a
--- pack written by another traceduck version, reads none). Empty here: a store's view file reads
--- the packs instead (see packs.py).
-CREATE OR REPLACE MACRO copy_groups_packed() AS TABLE
-SELECT * FROM copy_groups_of() WHERE false;
-
--- Outermost copies and casts grouped per run by call site, op, source dims and dtypes: calls,
--- bytes and time of each group (reports copies-by-call-site and overview). Read from the packs for
--- the runs a current pack holds (computed once, by `traceduck compact`), computed for the others.
+-- op, source dims and dtypes: calls, bytes and time of each group (reports copies-by-call-site and
+-- overview).
+-- @summary
 -- @column run_id VARCHAR Run of the copies.
 -- @column call_site VARCHAR Innermost user frame of the ops' Python stack.
 -- @column op_name VARCHAR Op name.
@@ -174,8 +156,12 @@ SELECT * FROM copy_groups_of() WHERE false;
 -- @column total_dur_ns BIGINT Summed inclusive CPU duration, ns.
 -- @column total_gpu_dur_ns BIGINT Summed GPU time of the work the calls launched, ns (NULL when none).
 -- @column calls_with_gpu BIGINT Calls with GPU work linked.
-CREATE OR REPLACE VIEW copy_groups AS
-SELECT * FROM copy_groups_packed()
-UNION ALL
-SELECT * FROM copy_groups_of(coalesce(getvariable('traceduck_summarized_runs'), []::VARCHAR[]))
-WHERE NOT coalesce(getvariable('traceduck_all_summarized'), false);  -- then planned away
+CREATE OR REPLACE MACRO copy_groups_of(skip_runs := []::VARCHAR[]) AS TABLE
+SELECT run_id, call_site, op_name, dims, src_dtype, dst_dtype,
+       count(*) AS calls, count(step) AS calls_in_steps, count(DISTINCT step) AS steps_with,
+       max(bytes) AS bytes_per_call, sum(bytes)::BIGINT AS total_bytes, sum(dur_ns)::BIGINT AS total_dur_ns,
+       sum(gpu_dur_ns)::BIGINT AS total_gpu_dur_ns, count(gpu_dur_ns) AS calls_with_gpu
+FROM tensor_copies
+WHERE is_outermost AND run_id NOT IN (SELECT unnest(skip_runs))
+GROUP BY run_id, call_site, op_name, dims, src_dtype, dst_dtype;
+

@@ -47,7 +47,7 @@ WITH iv AS (
 SELECT run_id, lane, step, kind, sum(e - s)::BIGINT AS busy_ns, min(s) AS first_ns, max(e) AS last_ns
 FROM merged GROUP BY run_id, lane, step, kind;
 
--- The sweep behind `gpu_time`: GPU time per run and device lane (and per profiler step when by_step is true, else step is
+-- GPU time per run and device lane (and per profiler step when by_step is true, else step is
 -- NULL; GPU work belongs to the step of its launch, so work without a launch in the trace is left
 -- out of the steps) in one pass over the lane's `activity` rows: every start counts +1 and every
 -- end -1 for its kind; in time order, a running count per kind tells what runs in each stretch
@@ -58,9 +58,9 @@ FROM merged GROUP BY run_id, lane, step, kind;
 -- exposed_memcpy_ns memcpy with neither compute nor communication running (TraceLens's
 -- exposed_memcpy_time); first_ns/last_ns bound the device's own window (first start to last end of
 -- its GPU work), the window HTA and TraceLens measure idle time in. linked_only keeps only GPU work
--- whose launching call is in the trace (`activity.has_launch`). The runs of skip_runs are left out
--- (`gpu_time` reads theirs from `gpu_time_packed`).
-CREATE OR REPLACE MACRO gpu_time_swept(by_step := false, linked_only := false, skip_runs := []::VARCHAR[]) AS TABLE
+-- whose launching call is in the trace (`activity.has_launch`).
+-- @summary by_step = false|true, linked_only = false|true
+CREATE OR REPLACE MACRO gpu_time_of(by_step := false, linked_only := false, skip_runs := []::VARCHAR[]) AS TABLE
 WITH skipped AS (
   SELECT unnest(skip_runs) AS run_id
 ), work AS (
@@ -112,35 +112,3 @@ SELECT run_id, 'gpu:' || coalesce(device::VARCHAR, '?') AS lane, device, step,
        coalesce(sum(len) FILTER (WHERE n_memcpy > 0 AND n_compute = 0 AND n_communication = 0), 0)::BIGINT AS exposed_memcpy_ns,
        min(t) AS first_ns, max(t) AS last_ns
 FROM counted GROUP BY run_id, device, step;
-
--- The rows of `gpu_time_swept` for all four parameter settings at once, with the setting in
--- is_by_step and is_linked_only: what `traceduck compact` writes into a pack for its runs (see
--- `gpu_time_packed`).
-CREATE OR REPLACE MACRO gpu_time_rows() AS TABLE
-SELECT false AS is_by_step, false AS is_linked_only, * FROM gpu_time_swept(false, false)
-UNION ALL
-SELECT false, true, * FROM gpu_time_swept(false, true)
-UNION ALL
-SELECT true, false, * FROM gpu_time_swept(true, false)
-UNION ALL
-SELECT true, true, * FROM gpu_time_swept(true, true);
-
--- The `gpu_time_rows` of the packed runs, as `traceduck compact` wrote them into their packs
--- (computed with the reference tables as traceduck ships them: a session that changes one, or a
--- pack written by another traceduck version, reads none). Empty here: a store's view file reads
--- the packs instead (see packs.py).
-CREATE OR REPLACE MACRO gpu_time_packed() AS TABLE
-SELECT * FROM gpu_time_rows() WHERE false;
-
--- GPU time per run and device lane, per profiler step too when by_step is true: the columns and
--- rows of `gpu_time_swept` (see there what each counts), read from `gpu_time_packed` for the runs
--- a current pack holds (the sweep done once, by `traceduck compact`) and swept for the others.
-CREATE OR REPLACE MACRO gpu_time(by_step := false, linked_only := false) AS TABLE
-SELECT run_id, lane, device, step, busy_ns, compute_ns, communication_ns, memcpy_ns, memset_ns,
-       communication_overlap_ns, exposed_communication_ns, memcpy_overlap_ns, exposed_memcpy_ns, first_ns, last_ns
-FROM gpu_time_packed() p WHERE p.is_by_step = by_step AND p.is_linked_only = linked_only
-UNION ALL
-SELECT run_id, lane, device, step, busy_ns, compute_ns, communication_ns, memcpy_ns, memset_ns,
-       communication_overlap_ns, exposed_communication_ns, memcpy_overlap_ns, exposed_memcpy_ns, first_ns, last_ns
-FROM gpu_time_swept(by_step, linked_only, skip_runs := coalesce(getvariable('traceduck_summarized_runs'), []::VARCHAR[]))
-WHERE NOT coalesce(getvariable('traceduck_all_summarized'), false);  -- then planned away

@@ -12,8 +12,7 @@ import sys
 import types
 from typing import TYPE_CHECKING
 
-__version__ = "0.1.0"
-
+from ._version import __version__  # noqa: E402
 from .errors import InputError, QueryError, RunSelectionError, StoreError, TraceduckError  # noqa: E402
 
 if TYPE_CHECKING:

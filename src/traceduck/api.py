@@ -1,8 +1,9 @@
 """The Python API: `traceduck.ingest(...)`, `traceduck.open(store)`, `traceduck.export(...)`, and
-changing published runs (`label`, `rename`, `remove`).
+changing published runs (`label`, `rename`, `remove`, `compact`).
 
-`open()` returns a `Database`, whose `sql()`, `report()` and `diff()` return DuckDB relations.
-The command line calls exactly these functions.
+`open()` returns a `Database`, whose `sql()`, `report()` and `diff()` return DuckDB relations: it
+composes the engine (engine.py) with reports, diff and export. The command line calls exactly
+these functions.
 """
 
 from __future__ import annotations
@@ -12,19 +13,25 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import packs
-from .db import Database
-from .errors import InputError, NotATrace, TraceduckError
+import duckdb
+
+from . import packs, reports, selection
+from .compaction import CompactResult
+from .compaction import compact as compact_store
+from .diff import diff_header, diff_relation
+from .engine import Engine
+from .errors import InputError, NotATrace, StoreError, TraceduckError
+from .results import Stream
 from .store import Store, short_id
 
-if TYPE_CHECKING:  # the ingester (pyarrow, numpy) loads only when something is ingested
+if TYPE_CHECKING:  # the ingester (pyarrow, numpy) and export (pyarrow) load only when used
     from .export import ExportResult
     from .ingester import IngestResult
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 
 
-def _expand(paths: Iterable[str | os.PathLike]) -> list[tuple[Path, bool]]:
+def expand(paths: Iterable[str | os.PathLike]) -> list[tuple[Path, bool]]:
     """(file, found in a directory) for each file to ingest, each once."""
     out: list[tuple[Path, bool]] = []
     seen: set[Path] = set()
@@ -53,7 +60,7 @@ def _expand(paths: Iterable[str | os.PathLike]) -> list[tuple[Path, bool]]:
 def expand_paths(paths: Iterable[str | os.PathLike]) -> list[Path]:
     """Files to ingest: each file as given; each directory's *.json and *.json.gz files at any
     depth, sorted by path."""
-    return [f for f, _ in _expand(paths)]
+    return [f for f, _ in expand(paths)]
 
 
 def ingest(paths: str | os.PathLike | Iterable[str | os.PathLike], store: str | os.PathLike | None = None,
@@ -81,7 +88,7 @@ def ingest(paths: str | os.PathLike | Iterable[str | os.PathLike], store: str | 
 
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
-    listed = _expand(paths)
+    listed = expand(paths)
     files = [f for f, _ in listed]
     if (jobs or default_jobs()) > 1 and (len(files) > 1 or any(_size(f) >= PARALLEL_MIN_BYTES for f in files)):
         start_workers()  # worker processes will be needed: their server starts while the store is read
@@ -93,7 +100,7 @@ def ingest(paths: str | os.PathLike | Iterable[str | os.PathLike], store: str | 
     for f in from_dir:
         reason = sniff(f)
         if reason is not None:
-            results[f] = _not_a_trace(f, reason)
+            results[f] = not_a_trace(f, reason)
     todo = [f for f in files if f not in results]
     names: dict[Path, str | list[str]] = {f: name for f in todo} if name is not None else default_names(todo)
     taken: dict[str, set[str]] = {}
@@ -115,7 +122,7 @@ def ingest(paths: str | os.PathLike | Iterable[str | os.PathLike], store: str | 
                 errors.append((f, e))  # the others land, as with worker processes
     for f, e in errors[:]:
         if f in from_dir and isinstance(e, NotATrace):  # seen only past the first bytes
-            results[f] = _not_a_trace(f, e.reason)
+            results[f] = not_a_trace(f, e.reason)
             errors.remove((f, e))
     _settle_duplicates(files, results, st)
     _raise_first(files, results, errors)
@@ -129,7 +136,7 @@ def _size(path: Path) -> int:
         return 0
 
 
-def _not_a_trace(path: Path, reason: str) -> IngestResult:
+def not_a_trace(path: Path, reason: str) -> IngestResult:
     from .ingester import IngestResult
 
     return IngestResult("", "", path, 0, 0.0, skipped=True, not_a_trace=reason)
@@ -191,6 +198,133 @@ def _ingest_many(files: list[Path], names: dict[Path, str | list[str]], taken: d
                 progress(f, f.stat().st_size, results[f].events, "done")
 
 
+class Database:
+    """A store opened for querying. Views `runs`, `events`, `args`, `shapes`, `stacks` (and every
+    view of `traceduck schema`) span all runs, or the runs given to `scoped`.
+
+    Each query reads the runs published when it starts, listed anew before every `sql()`: every
+    table of one query sees the same runs, even while other processes publish (see engine.py).
+    """
+
+    def __init__(self, store: Store, run_ids: list[str] | None = None, threads: int | None = None) -> None:
+        self.engine = Engine(store, run_ids=run_ids, threads=threads)
+        self.store = store
+
+    @property
+    def con(self) -> duckdb.DuckDBPyConnection:
+        """The DuckDB connection the views are bound on."""
+        return self.engine.con
+
+    def sql(self, query: str, params: list | dict | None = None) -> duckdb.DuckDBPyRelation:
+        """Run SQL (DuckDB dialect) over the store: a DuckDB relation (`.df()`, `.pl()`,
+        `.to_arrow_table()`, `.fetchall()`). Parameters are bound: `sql("... WHERE name = ?", ["aten::mm"])`."""
+        return self.engine.sql(query, params)
+
+    def stream(self, query: str, params: list | dict | None = None) -> Stream | None:
+        """Run SQL over the store and read its rows in batches (`Stream.batches`, 10,000 rows each,
+        the values `fetchall()` gives): memory holds one batch, whatever the result's size. None
+        for a statement that gives no rows (`CREATE TEMP TABLE ...`)."""
+        return self.engine.stream(query, params)
+
+    def report(self, name: str, /, runs: str | list[str] | None = None, limit: int | None = None,
+               **params: object) -> duckdb.DuckDBPyRelation:
+        """A canned report (`traceduck reports` lists them) over `runs` (selections as for
+        `select_runs`; default: every run) as a DuckDB relation. `params` are the report's parameters
+        (`group_by="call_site"`); `limit` keeps at most that many rows of each run. `run_id` and
+        `run_name` columns are there when more than one run is covered."""
+        selected = [runs] if isinstance(runs, str) else runs
+        pairs = [f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in params.items()]
+        return self.report_query(name, runs=selected or None, params=pairs, limit=limit).relation()
+
+    def report_query(self, name: str, runs: list[str] | None = None, params: list[str] | None = None,
+                     limit: int | None = None, keep_run_columns: bool | None = None) -> reports.ReportQuery:
+        """A canned report ready to run (`.relation()`, `.fetch()`, or `.stream(shape)` in batches),
+        its parameters as `KEY=VALUE` strings; `keep_run_columns` keeps `run_id`/`run_name` when a
+        single run is covered (they are dropped then by default)."""
+        return reports.query(self.engine, name, runs=runs, params=params, limit=limit, keep_run_columns=keep_run_columns)
+
+    def diff(self, a: str, b: str, by: str = "op", per_step: bool = False,
+             threshold_pct: float = 5.0) -> duckdb.DuckDBPyRelation:
+        """Compare run `a` (the baseline) with run `b` group by group (`by`: op, kernel, call_site,
+        shape or copy), biggest change first, as a DuckDB relation: calls, times, `delta_ns`, `ratio`
+        and `status` (added, removed, faster, slower, or same within `threshold_pct` percent of A).
+        `per_step` divides by each run's number of profiler steps."""
+        return diff_relation(self.engine, a, b, by=by, per_step=per_step, threshold_pct=threshold_pct)
+
+    def diff_header(self, a: str, b: str) -> str:
+        """`A: <name> <ms>/step (<n> steps); B: ...`: each run's time per step (or its span, without steps)."""
+        return diff_header(self.engine, a, b)
+
+    def fetch(self, rel: duckdb.DuckDBPyRelation) -> tuple[list[str], list[tuple]]:
+        """Column names and rows of a relation; query errors become QueryError."""
+        return self.engine.retrying(lambda: (list(rel.columns), rel.fetchall()))
+
+    def export(self, run: str, output: str | os.PathLike, format: str = "chrome",  # noqa: A002
+               step: int | None = None, start: str | int | None = None, end: str | int | None = None,
+               start_ns: int | None = None, end_ns: int | None = None, max_events: int | None = None,
+               metric: str | None = None, redact: bool | None = None) -> ExportResult:
+        """Write run `run` (an id, a unique id prefix or a name) to `output`. `format="chrome"`: a
+        Chrome trace (gzip when `output` ends in .gz) of the whole run, of profiler step `step`, or
+        of the events overlapping [start, end): `start`/`end` after the run's start (`"12.5ms"`,
+        `"300us"`, or integer ns), or `start_ns`/`end_ns` absolute (`events.ts_ns`); each event as
+        ingested; `max_events` keeps the earliest ones. `format="folded"`: folded stacks, `metric`
+        `cpu_self` (the default) or `gpu`. `redact` replaces the values of top-level metadata keys
+        that look like secrets (TOKEN, SECRET, PASSWORD, KEY, CREDENTIAL, AUTH) and of `env`
+        mappings; by default on for a step or time range, off for the whole run (exact). Returns
+        what was written (`ExportResult`)."""
+        from .export import Window, export, parse_offset
+
+        def offset(value: str | int | None, option: str) -> int | None:
+            return parse_offset(value, option) if isinstance(value, str) else value
+
+        window = Window(step=step, start_ns=start_ns, end_ns=end_ns, max_events=max_events,
+                        start_offset_ns=offset(start, "--start"), end_offset_ns=offset(end, "--end"))
+        return export(self.engine, self.resolve_run(run), output, format, window, metric, redact)
+
+    def runs(self) -> list[dict]:
+        """Every run in the store, by name (then run id)."""
+        return self.engine.runs()
+
+    def select_runs(self, selection_: str) -> list[str]:
+        """Run ids for a selection, one of: a run id, a unique run id prefix, a run name, a
+        shell-style pattern on names (`worker*`, `rank[0-3]`), `label:KEY=VALUE`, `rank:N`; or
+        several of these joined by commas, selecting the runs that match every one
+        (`label:job=run42,rank:0`). A run whose whole name or id is the selection is that run, even
+        with commas or pattern characters in its name."""
+        return selection.select(self.runs(), selection_)
+
+    def resolve_run(self, selection_: str) -> str:
+        """Exactly one run id from a selection (see select_runs)."""
+        return selection.resolve(self.runs(), selection_)
+
+    def relations(self) -> list[tuple[str, str, str]]:
+        """(name, kind, documentation) of every documented table and view, in load order."""
+        return self.engine.relations()
+
+    def describe(self, name: str) -> tuple[str, list[tuple[str, str, str]]]:
+        """(documentation, [(column, type, documentation)]) of one table or view, from DuckDB's catalog."""
+        return self.engine.describe(name)
+
+    def cursor(self, run_ids: list[str] | None = None) -> duckdb.DuckDBPyConnection:
+        """A DuckDB connection of its own (temp tables, settings) over the runs published now, or over
+        only `run_ids` (then only their files are read)."""
+        return self.engine.cursor(run_ids)
+
+    def scoped(self, run_ids: list[str]) -> Database:
+        """Another connection whose tables and views hold only these runs (reads only their files)."""
+        return Database(self.store, run_ids=list(run_ids))
+
+    def close(self) -> None:
+        """Close the connection (a `with traceduck.open(...) as db:` block does it on leaving)."""
+        self.engine.close()
+
+    def __enter__(self) -> Database:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
 def open(store: str | os.PathLike | None = None) -> Database:  # noqa: A001 - mirrors duckdb/sqlite3
     """Open a store for querying (default: `$TRACEDUCK_STORE`, else `./traceduck.store`). The
     `Database` it returns is a context manager; `sql()`, `report()` and `diff()` return DuckDB relations."""
@@ -207,12 +341,9 @@ def export(run: str, output: str | os.PathLike, store: str | os.PathLike | None 
                          end_ns=end_ns, max_events=max_events, metric=metric, redact=redact)
 
 
-def _selected(db: Database, selections: Iterable[str]) -> list[dict]:
-    """The runs (rows) any of the selections picks, each once, by name."""
-    if isinstance(selections, str):
-        selections = [selections]
-    wanted = {run_id for sel in selections for run_id in db.select_runs(sel)}
-    return [r for r in db.runs() if r["run_id"] in wanted]
+def _run_rows(st: Store) -> list[dict]:
+    """Every run's row for selecting runs (selection.py), read from the runs' files without DuckDB."""
+    return st.run_rows(["run_id", "name", "labels", "rank"])
 
 
 def label(runs: str | Iterable[str], labels: dict[str, str] | None = None, remove: Iterable[str] = (),
@@ -227,12 +358,11 @@ def label(runs: str | Iterable[str], labels: dict[str, str] | None = None, remov
     for key in [*labels, *remove]:
         if not key or "=" in key:
             raise InputError(f"{key!r} is not a label key", "Keys are non-empty and have no '='")
-    st = Store(store)
-    with Database(st) as db:
-        chosen = _selected(db, runs)
+    st = _existing(store)
+    chosen = selection.picked(_run_rows(st), runs)
     for key in remove:
-        if not any(key in (r["labels"] or {}) for r in chosen):
-            have = sorted({k for r in chosen for k in (r["labels"] or {})})
+        if not any(key in selection.labels_of(r) for r in chosen):
+            have = sorted({k for r in chosen for k in selection.labels_of(r)})
             raise InputError(f"no selected run has label {key!r}",
                              f"Their labels: {', '.join(have)}" if have else "They have no labels")
 
@@ -254,9 +384,8 @@ def rename(run: str, name: str, store: str | os.PathLike | None = None) -> tuple
     if name.startswith(("label:", "rank:")):
         raise InputError(f"{name!r} cannot be a run name: it reads as a run selection",
                          "Give a name that does not start with label: or rank:")
-    st = Store(store)
-    with Database(st) as db:
-        run_id = db.resolve_run(run)
+    st = _existing(store)
+    run_id = selection.resolve(_run_rows(st), run)
     old: list[str] = []
 
     def change(row: dict) -> dict:
@@ -274,20 +403,27 @@ def rename(run: str, name: str, store: str | os.PathLike | None = None) -> tuple
 def remove(runs: str | Iterable[str], store: str | os.PathLike | None = None) -> list[tuple[str, str]]:
     """Remove the selected runs from the store; returns (run_id, name) of each. Each run goes at
     once: readers see it whole or not at all (see `Store.remove_runs`)."""
-    st = Store(store)
-    with Database(st) as db:
-        chosen = _selected(db, runs)
+    st = _existing(store)
+    chosen = selection.picked(_run_rows(st), runs)
     st.remove_runs([r["run_id"] for r in chosen])
     packs.remove_holding(st, [r["run_id"] for r in chosen])
     return [(r["run_id"], r["name"]) for r in chosen]
 
 
-def compact(runs: str | Iterable[str] | None = None, store: str | os.PathLike | None = None) -> packs.CompactResult:
+def compact(runs: str | Iterable[str] | None = None, store: str | os.PathLike | None = None) -> CompactResult:
     """Pack the tables of the selected runs (default: every run) into one Parquet file per table,
     which queries read instead of one file per run: for stores of many runs (every rank of a job).
     The runs stay as they are; a later change to a packed run (rm, ingest --force) makes queries
     read its own files again. Returns what was packed (see `packs.py`)."""
+    st = _existing(store)
+    rows = _run_rows(st)
+    chosen = selection.picked(rows, runs) if runs is not None else rows
+    return compact_store(st, [r["run_id"] for r in chosen])
+
+
+def _existing(store: str | os.PathLike | None) -> Store:
+    """The store at `store`, which must exist."""
     st = Store(store)
-    with Database(st) as db:
-        chosen = _selected(db, runs) if runs is not None else db.runs()
-    return packs.compact(st, [r["run_id"] for r in chosen])
+    if not st.path.is_dir():
+        raise StoreError(f"no store at {st.path}", "Run `traceduck ingest TRACE` first, or pass --store")
+    return st

@@ -12,9 +12,11 @@ from pathlib import Path
 
 import duckdb
 
-from .db import Database
+from .engine import Engine
 from .errors import StoreError
+from .sqltext import literal
 from .store import Store
+from .viewfile import define
 
 CATALOG_FILE = "catalog.duckdb"
 # DuckDB 1.0's storage format, so every DuckDB CLI from 1.0 on opens the file: a CLI refuses files in a
@@ -26,6 +28,7 @@ def write_catalog(store: Store) -> Path:
     """Write STORE/catalog.duckdb (replacing it atomically) and return its path."""
     if not store.run_ids():
         raise StoreError(f"no runs in {store.path}", "Ingest a trace first: the catalog's views need Parquet files to read")
+    Engine(store).close()  # refuses runs written by another traceduck version, whose columns would read as NULL
     target = store.path / CATALOG_FILE
     tmp = store.path / "tmp" / f"catalog.{uuid.uuid4().hex[:8]}.duckdb"
     try:
@@ -39,11 +42,16 @@ def write_catalog(store: Store) -> Path:
         duckdb.connect(str(tmp), config={"storage_compatibility_version": STORAGE_VERSION}).close()  # set at creation
     except duckdb.IOException as e:
         raise store.cannot_write(_first_line(e)) from None
-    db = Database(store, database=str(tmp))
+    con = duckdb.connect(str(tmp))
     try:
-        db.con.execute("CHECKPOINT")
-    finally:
-        db.close()
+        define(con, lambda table: f"SELECT * FROM read_parquet({literal(store.table_glob(table))}, union_by_name = true)")
+        con.execute("CHECKPOINT")
+    except duckdb.Error as e:
+        con.close()
+        _remove(tmp)
+        raise StoreError(f"cannot write the catalog of {store.path} ({_first_line(e)})",
+                         "The store may come from another traceduck version: re-ingest its traces with --force") from None
+    con.close()
     try:
         os.replace(tmp, target)
     except OSError as e:

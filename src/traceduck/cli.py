@@ -16,14 +16,14 @@ from typing import TYPE_CHECKING, Optional
 
 import typer
 
-from . import __version__
+from ._version import __version__
 from .errors import InputError, TraceduckError
-from .render import PEOPLE, Format, View, escape, integral, render, render_batches
+from .render import PEOPLE, Format, View, escape, integral, render, render_batches, row_shape
 from .store import short_id
 from .units import column_kind, size
 
 if TYPE_CHECKING:
-    from .reports import Report
+    from .catalog import Report
 
 app = typer.Typer(
     add_completion=False,
@@ -253,10 +253,9 @@ def sql(
     from .api import open as open_store
 
     with open_store(store) as db:
-        rel = db.sql(query)
-        if rel is None:
+        result = db.stream(query)
+        if result is None:  # a statement without rows
             return
-        result = db.stream(rel)
         view = View(max_rows=max_rows, wide=wide)
         if format in PEOPLE and "run_id" in result.columns and any(_is_instant(c) for c in result.columns):
             view.run_starts = _run_starts(db)
@@ -286,7 +285,7 @@ def schema(
 @app.command("reports")
 def list_reports(format: Format = FormatOpt, wide: bool = WideOpt) -> None:
     """List the canned reports."""
-    from .reports import all_reports
+    from .catalog import all_reports
 
     rows = [(r.name, r.title, r.description) for r in all_reports().values()]
     render(["report", "title", "description"], rows, format, sys.stdout, View(wide=wide))
@@ -305,7 +304,7 @@ def report(
     help_: bool = typer.Option(False, "--help", "-h", help="Show this message, or a report's parameters and columns."),
 ) -> None:
     """Run a canned report. `traceduck report NAME --help` shows its parameters and columns."""
-    from .reports import get_report, split_pairs
+    from .catalog import get_report, split_pairs
 
     if help_ or name is None:
         if name is None:
@@ -315,16 +314,12 @@ def report(
         return
     from .api import open as open_store
 
-    from .reports import stream_report
-
     pairs = [f"{k}={v}" for k, v in split_pairs(param).items()]
     with open_store(store) as db:
         # a batch of rows at a time: csv and json write each as it comes (a report of 800,000 rows
         # over a 1,024-rank job in bounded memory), the tables take what they show
         # json: rows as DuckDB writes them; tables: only the rows they show are fetched
-        result = stream_report(db, name, runs=run or None, params=pairs, limit=limit, json_rows=format is Format.json,
-                               lists_as_text=format is not Format.json,
-                               per_run_cap=max_rows if format in PEOPLE and max_rows else None)
+        result = db.report_query(name, runs=run or None, params=pairs, limit=limit).stream(row_shape(format, max_rows))
         view = View(max_rows=max_rows, per_run=True, wide=wide, run_rows=result.run_rows)
         view.empty_note = "no rows: " + (get_report(name).empty or "nothing in the selected runs matches this report")
         if format in PEOPLE and any(_is_instant(c) for c in result.columns):
@@ -390,12 +385,11 @@ def diff(
 ) -> None:
     """Compare two runs group by group; biggest change first."""
     from .api import open as open_store
-    from .diff import diff_header
 
     with open_store(store) as db:
         rel = db.diff(a, b, by=by.value, per_step=per_step, threshold_pct=threshold)
         columns, rows = db.fetch(rel if limit is None else rel.limit(limit))
-        header = diff_header(db, a, b)
+        header = db.diff_header(a, b)
     if format in PEOPLE:
         typer.echo(escape(header))
     else:  # keep stdout machine-readable

@@ -80,3 +80,7 @@ class JobSelectionError(RunSelectionError):
 
 class NotPortableError(QueryError):
     """A view or report of sql/ that cannot be written in another engine's SQL (Spark), with why."""
+
+
+class ReportError(TraceduckError):
+    """A report name or parameter is wrong."""

@@ -17,7 +17,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .db import Database
+from .engine import Engine
 from .errors import ExportError, InputError
 from .folded import write_folded
 from .store import Store, short_id
@@ -352,14 +352,14 @@ def check_window(window: Window) -> None:
         raise ExportError(f"--max-events {window.max_events} is below 1", "Give a positive number of events")
 
 
-def export_window(db: Database, run_id: str, out: str | os.PathLike, window: Window, redact: bool = True
+def export_window(engine: Engine, run_id: str, out: str | os.PathLike, window: Window, redact: bool = True
                   ) -> ExportResult:
     """Write one window of run `run_id` as a Chrome trace: the window's events, the flows between
     them and the metadata of their processes and threads, each event exactly as ingested; the
     top-level metadata with its secrets redacted unless `redact` is off."""
     check_window(window)
-    with db.scoped([run_id]) as one:
-        run = _run_row(db.store, run_id)
+    with Engine(engine.store, run_ids=[run_id]) as one:
+        run = _run_row(engine.store, run_id)
         if window.step is not None:
             steps = [s for (s,) in one.sql("SELECT step FROM steps ORDER BY step").fetchall()]
             if window.step not in steps:
@@ -425,7 +425,7 @@ def _describe(window: Window, run: dict) -> str:
     return f"[{after(start)}, {shown_end}) after the run's start = [{start}, {end}) ns"
 
 
-def export(db: Database, run_id: str, out: str | os.PathLike, format: str = "chrome",  # noqa: A002
+def export(engine: Engine, run_id: str, out: str | os.PathLike, format: str = "chrome",  # noqa: A002
            window: Window = Window(), metric: str | None = None, redact: bool | None = None) -> ExportResult:
     """Export run `run_id` to OUT: a Chrome trace of the whole run or of a window, or folded stacks.
     `redact` (default: on for a window, meant for sharing; off for the whole run, which stays
@@ -435,13 +435,13 @@ def export(db: Database, run_id: str, out: str | os.PathLike, format: str = "chr
             raise ExportError("--step, --start, --end, --start-ns, --end-ns and --max-events apply to Chrome traces",
                               "Folded stacks cover the whole run: drop those options or use --format chrome")
         metric = metric or "cpu_self"
-        stacks, total = write_folded(db, run_id, out, metric)
+        stacks, total = write_folded(engine, run_id, out, metric)
         return ExportResult(run_id, "folded", stacks=stacks, total=total, metric=metric)
     if format != "chrome":
         raise ExportError(f"unknown export format {format!r}", "Use chrome or folded")
     if metric is not None:
         raise ExportError("--metric applies to --format folded", "Add --format folded, or drop --metric")
     if window.is_whole_run:
-        written, redacted = export_run(db.store, run_id, out, redact=bool(redact))
+        written, redacted = export_run(engine.store, run_id, out, redact=bool(redact))
         return ExportResult(run_id, "chrome", events=written, redacted=redacted)
-    return export_window(db, run_id, out, window, redact=redact is not False)
+    return export_window(engine, run_id, out, window, redact=redact is not False)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .db import Database
+from .engine import Engine
 from .errors import ExportError, InputError
 from .store import short_id
 
@@ -54,11 +54,11 @@ GROUP BY 1 HAVING sum(k.dur_ns) > 0 ORDER BY 1
 }
 
 
-def folded_stacks(db: Database, run_id: str, metric: str = "cpu_self") -> list[tuple[str, int]]:
+def folded_stacks(engine: Engine, run_id: str, metric: str = "cpu_self") -> list[tuple[str, int]]:
     """(stack, value) lines of run `run_id`: frames root first, values in ns, sorted by stack."""
     if metric not in _QUERIES:
         raise ExportError(f"unknown metric {metric!r}", f"Use one of: {', '.join(METRICS)}")
-    with db.scoped([run_id]) as one:
+    with Engine(engine.store, run_ids=[run_id]) as one:
         rows = one.sql(_QUERIES[metric]).fetchall()
     if not rows:
         what = "CPU op self time" if metric == "cpu_self" else "GPU kernel time"
@@ -67,10 +67,10 @@ def folded_stacks(db: Database, run_id: str, metric: str = "cpu_self") -> list[t
     return [(stack, int(value)) for stack, value in rows]
 
 
-def write_folded(db: Database, run_id: str, out: str | os.PathLike, metric: str = "cpu_self") -> tuple[int, int]:
+def write_folded(engine: Engine, run_id: str, out: str | os.PathLike, metric: str = "cpu_self") -> tuple[int, int]:
     """Write the folded stacks of run `run_id` to OUT, one `stack value` line each; returns
     (lines, total value)."""
-    lines = folded_stacks(db, run_id, metric)
+    lines = folded_stacks(engine, run_id, metric)
     out = Path(out)
     try:
         with open(out, "w", encoding="utf-8", newline="\n") as f:

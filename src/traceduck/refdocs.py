@@ -17,8 +17,8 @@ from pathlib import Path
 import typer.main
 
 from .cli import app, report_help
-from .db import Database
-from .reports import Report, all_reports
+from .catalog import Report, all_reports
+from .engine import Engine
 from .store import Store
 
 # Help is wrapped to this width whatever the terminal, so the output is the same on every machine
@@ -121,7 +121,7 @@ def _report_section(r: Report) -> str:
 
 def views_md() -> str:
     """Every table and view with its documentation and columns, types as DuckDB reports them."""
-    with tempfile.TemporaryDirectory() as tmp, Database(Store(tmp)) as db:
+    with tempfile.TemporaryDirectory() as tmp, Engine(Store(tmp)) as db:
         relations = db.relations()
         described = {name: db.describe(name) for name, _kind, _doc in relations}
     parts = [_HEADER, "# Tables and views\n\n",
@@ -139,7 +139,7 @@ def views_md() -> str:
 def python_api() -> list[tuple[str, object]]:
     """(qualified name, object) of every documented function and method of the Python API, in reading order."""
     import traceduck
-    from traceduck.db import Database
+    from traceduck.api import Database
 
     out: list[tuple[str, object]] = [(f"traceduck.{name}", getattr(traceduck, name)) for name in PYTHON_FUNCTIONS]
     out += [(f"Database.{name}", getattr(Database, name)) for name in DATABASE_METHODS]
@@ -151,8 +151,8 @@ def python_api() -> list[tuple[str, object]]:
 
 SPARK_FUNCTIONS = ["ingest", "register", "report"]  # traceduck[spark]
 PYTHON_FUNCTIONS = ["open", "ingest", "export", "label", "rename", "remove", "compact"]
-DATABASE_METHODS = ["sql", "report", "diff", "export", "runs", "select_runs", "resolve_run", "relations", "describe",
-                    "cursor", "scoped", "fetch", "stream", "stream_query", "close"]
+DATABASE_METHODS = ["sql", "stream", "report", "report_query", "diff", "diff_header", "export", "runs", "select_runs",
+                    "resolve_run", "relations", "describe", "cursor", "scoped", "fetch", "close"]
 
 
 def signature(func: object) -> str:

@@ -314,6 +314,12 @@ def stdlib_function_rows() -> dict[str, list]:
     return {"file": files, "function": names}
 
 
+def sources() -> list[Path]:
+    """The files the reference rows come from (part of the view file's key, viewfile.cache_key)."""
+    here = Path(__file__).resolve().parent
+    return [here / "reference.py", here / "dtypes.py", STDLIB_FUNCTIONS]
+
+
 def fill(con: duckdb.DuckDBPyConnection, names: list[str] | None = None) -> None:
     """Insert the rows of the reference tables (all, or these) into their empty tables on a connection.
     The values go in as lists, one per column (DuckDB casts them to the table's types): no Arrow,

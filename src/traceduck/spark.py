@@ -26,8 +26,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import packs, reference
-from .catalog import Relation, schema_stamp, sql_statements, tables, view_files
+from . import reference
+from .catalog import Relation, get_report, schema_stamp, sql_statements, tables, view_files
 from .errors import NotPortableError, QueryError, StoreError
 from .store import Store
 
@@ -45,9 +45,9 @@ _MAX_POSITION = 9223372036854775807
 def _ingest_task(path: str, store: str, name: str | None, labels: dict[str, str] | None, force: bool,
                  salvage: bool) -> IngestResult:
     """What one Spark task runs: traceduck's own ingest of one file, in one process."""
-    import traceduck
+    from .api import ingest
 
-    (result,) = traceduck.ingest(path, store=store, name=name, labels=labels, force=force, jobs=1, salvage=salvage)
+    (result,) = ingest(path, store=store, name=name, labels=labels, force=force, jobs=1, salvage=salvage)
     return result
 
 
@@ -61,13 +61,13 @@ def ingest(spark: SparkSession, paths, store: str | os.PathLike, labels: dict[st
     there with the store's atomic, concurrency-safe writes. Run names are the file names; files that
     share one get their parent directories prefixed, as `traceduck.ingest` names files ingested
     together. Files found in a directory that are not traces are skipped (`not_a_trace` set)."""
-    from .api import _expand
+    from .api import expand
     from .ingester.pipeline import default_names, run_name_for
     from .ingester.reader import sniff
 
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
-    listed = _expand(paths)
+    listed = expand(paths)
     files = [f.absolute() for f, _ in listed]
     store_path = str(Path(store).absolute())
     Store(store_path, create=True)
@@ -75,9 +75,9 @@ def ingest(spark: SparkSession, paths, store: str | os.PathLike, labels: dict[st
     for f, from_dir in listed:
         reason = sniff(f) if from_dir else None
         if reason is not None:
-            from .api import _not_a_trace
+            from .api import not_a_trace
 
-            skipped[f.absolute()] = _not_a_trace(f.absolute(), reason)
+            skipped[f.absolute()] = not_a_trace(f.absolute(), reason)
     todo = [f for f in files if f not in skipped]
     if not todo:
         return [skipped[f] for f in files]
@@ -111,8 +111,8 @@ _MACRO = re.compile(r"^CREATE\s+(?:OR\s+REPLACE\s+)?MACRO\s+(\w+)\s*\((.*?)\)\s+
 def macros() -> dict[str, Macro]:
     """Every macro of sql/views, by name."""
     out = {}
-    for _path, text, _rels in view_files():
-        for _comments, lines in sql_statements(text):
+    for f in view_files():
+        for _comments, lines in sql_statements(f.text):
             stmt = "\n".join(line for line in lines if not line.strip().startswith("--"))  # comments left out
             m = _MACRO.match(stmt.strip().rstrip(";"))
             if not m:
@@ -168,9 +168,6 @@ def _substitute(tree, bound: dict[str, object]):
     return tree.transform(put)
 
 
-# Spark reads no pack summaries (packs.SUMMARIES): what reads them is the computation itself there,
-# a view X over X_packed() is X_of() and the macro gpu_time is gpu_time_swept
-_IN_SPARK = {"gpu_time": "gpu_time_swept"}
 
 
 def expand_macros(tree, where: str, depth: int = 0):
@@ -184,7 +181,7 @@ def expand_macros(tree, where: str, depth: int = 0):
 
     def expand(node):
         if isinstance(node, exp.Table) and isinstance(node.this, exp.Anonymous) and node.this.name.lower() in known:
-            macro = known[_IN_SPARK.get(node.this.name.lower(), node.this.name.lower())]
+            macro = known[node.this.name.lower()]
             if not macro.is_table:
                 raise NotPortableError(f"{where}: scalar macro {macro.name} used as a table")
             body = expand_macros(_substitute(_parse(macro.body), _bind(macro, node.this, where)), where, depth + 1)
@@ -449,7 +446,7 @@ def _table_files(store: Store, run_ids: list[str]) -> dict[str, list[str]]:
 
 def _reference_frames(spark: SparkSession) -> dict[str, DataFrame]:
     """The reference tables (reference.py's rows) as Spark DataFrames, typed as sql/views declares."""
-    rels = {rel.name: rel for _p, _t, rs in view_files() for rel in rs if rel.kind == "table"}
+    rels = {rel.name: rel for f in view_files() for rel in f.relations if rel.kind == "table"}
     out = {}
     for name, columns in reference.tables().items():
         rel = rels[name]
@@ -491,13 +488,14 @@ def register(spark: SparkSession, store: str | os.PathLike) -> SparkViews:
         df.createOrReplaceTempView(name)
         out.tables.append(name)
     errors = _spark_error_types()
-    for path, text, relations in view_files():
-        for rel in relations:
+    for f in view_files():
+        summarized = {s.name: s for s in f.summaries if s.view is not None}
+        for rel in f.relations:
             if rel.kind != "view":
                 continue
-            where = f"view {rel.name} ({path.name})"
-            if f"{rel.name}_packed" in packs.SUMMARIES:
-                body = f"SELECT * FROM {rel.name}_of()"
+            where = f"view {rel.name} ({f.path.name})"
+            if rel.name in summarized:  # Spark reads no pack: the summary is its computation
+                body = f"SELECT * FROM {summarized[rel.name].macro}()"
             else:
                 body = re.sub(r"^CREATE\s+(OR\s+REPLACE\s+)?VIEW\s+\w+\s+AS\s+", "", rel.body.strip().rstrip(";"),
                               flags=re.I)
@@ -528,14 +526,12 @@ def _first_line(e: BaseException) -> str:
 
 def report_sql(name: str) -> str:
     """A report of sql/reports as Spark SQL (its parameters as Spark's named parameters `:name`)."""
-    from .reports import get_report
-
-    return to_spark_sql(get_report(name).sql.rstrip().rstrip(";"), f"report {name}")
+    return to_spark_sql(get_report(name).query, f"report {name}")
 
 
 def _in_run_order(df: DataFrame, run_ids: list[str]) -> DataFrame:
     """The rows grouped by run in the order of `run_ids` (rows of no listed run last), each run's
-    rows in the report's own order, as DuckDB gives them (see reports.report_relation)."""
+    rows in the report's own order, as DuckDB gives them (see reports.ReportQuery)."""
     from pyspark.sql import functions as F
 
     # numbered as they come out of the report's ORDER BY: a nondeterministic column keeps the sort under it
@@ -556,8 +552,6 @@ def report(spark: SparkSession, name: str, runs: list[str] | None = None, params
     are resolved on the driver from the store's `runs` rows. Raises NotPortableError when the
     report, or a view it reads, cannot run in Spark."""
     from .api import open as open_store
-    from .jobs import require_one_job
-    from .reports import prepare_report
 
     views = _REGISTERED.get(id(spark))
     if store is not None and (views is None or views.store != Store(store).path):
@@ -565,13 +559,8 @@ def report(spark: SparkSession, name: str, runs: list[str] | None = None, params
     if views is None:
         raise StoreError("no store registered in this Spark session", "Call traceduck.spark.register(spark, STORE) first")
     with open_store(views.store) as db:
-        prepared = prepare_report(db, name, runs, params, keep_run_columns)
-        if "one_job" in prepared.report.requires:
-            cur = db.cursor()
-            try:
-                require_one_job(cur, prepared.run_ids, name)
-            finally:
-                cur.close()
+        prepared = db.report_query(name, runs, params, keep_run_columns=keep_run_columns)  # checks one_job
+        prepared.close()
     skipped = sorted(tables_read(prepared.report.sql, f"report {name}") & set(views.not_portable))
     if skipped:
         reasons = "; ".join(views.not_portable[v].message for v in skipped)
@@ -580,7 +569,7 @@ def report(spark: SparkSession, name: str, runs: list[str] | None = None, params
     spark.createDataFrame([(r,) for r in run_ids], "run_id STRING").createOrReplaceTempView("report_runs")
     sql = report_sql(name)
     try:
-        df = spark.sql(sql, args=prepared.bound or None)
+        df = spark.sql(sql, args=prepared.params or None)
         if "run_id" in df.columns:
             df = _in_run_order(df, run_ids)
         return df.drop(*prepared.dropped) if prepared.dropped else df

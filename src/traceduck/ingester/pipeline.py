@@ -23,7 +23,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from .. import __version__, reference
+from .. import reference
+from .._version import __version__
 from ..catalog import arrow_schemas, reference_sql, schema_stamp
 from ..errors import InputError, StoreError
 from ..store import LAYOUT_VERSION, Store, content_run_id, legacy_run_id

@@ -1,0 +1,130 @@
+"""`traceduck compact`: write the tables of many runs into one pack, with their summaries and the
+rows of every per-run report (what a pack holds and who reads it: packs.py)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+
+from . import selection
+from .catalog import all_reports, schema_stamp, summaries
+from .engine import Engine
+from .errors import StoreError
+from .packs import MANIFEST, data_stamp, list_packs, packed_tables, packs_dir, remove, remove_superseded
+from .reports import TEXT_GROUP_BYTES, has_json_text, per_run_rows, report_file, report_text_file, report_text_sql
+from .sqltext import first_line, literal
+from .store import Store
+from .viewfile import summaries_key
+
+REPORT_CHUNK = 128  # runs per pass when computing the per-run reports' rows for a pack
+_AGAIN = "A run may have been removed or replaced meanwhile: run `traceduck compact` again"
+
+
+@dataclass
+class CompactResult:
+    pack_id: str | None  # None: nothing to pack
+    runs: list[str]  # the runs packed
+    skipped: list[str]  # selected runs left out: written by another traceduck version
+    bytes: int  # size of the pack's files
+    removed: int  # packs removed: stale, or superseded by this one
+    written: bool = True  # False: these very runs were packed already
+
+
+def compact(store: Store, run_ids: list[str]) -> CompactResult:
+    """Write one pack of these runs' tables and remove the packs it supersedes (all of whose members
+    it holds) and the stale ones. Runs written with other columns are left out (re-ingest them)."""
+    stamp = schema_stamp()
+    runs = sorted(r for r in run_ids if os.path.exists(store.run_file(r, stamp)))
+    skipped = sorted(set(run_ids) - set(runs))
+    if not runs:
+        return CompactResult(None, [], skipped, 0, remove(store, [p for p in list_packs(store) if not p.is_current(store)]))
+    members = {r: data_stamp(store, r) for r in runs}
+    key = summaries_key()
+    pack_id = _pack_id(members, key)
+    target = packs_dir(store) / pack_id
+    if (target / MANIFEST).is_file():  # these very runs are packed already
+        size = sum(f.stat().st_size for f in target.iterdir())
+        return CompactResult(pack_id, runs, skipped, size, remove_superseded(store, pack_id, runs), written=False)
+    tmp = store.new_tmp_dir("pack")
+    try:
+        _write_tables(store, runs, tmp)
+        with Engine(store, run_ids=runs) as engine:  # the summaries, computed over the member runs
+            order = selection.in_order(engine.runs())  # the order of the runs in a report over them all
+            try:
+                for summary in summaries():
+                    engine.con.execute(f"COPY (FROM ({summary.rows_sql()}) ORDER BY ALL) TO "
+                                       f"{literal(str(tmp / (summary.name + '.parquet')))} (FORMAT parquet, COMPRESSION zstd)")
+            except duckdb.Error as e:
+                raise StoreError(f"cannot summarize the runs of {store.path} ({first_line(str(e))})", _AGAIN) from None
+        _write_report_rows(store, runs, tmp, order)
+        if {r: data_stamp(store, r) for r in runs} != members:
+            raise StoreError(f"runs of {store.path} were replaced or removed while packing", "Run `traceduck compact` again")
+        (tmp / MANIFEST).write_text(json.dumps({"runs": members, "summaries": key}))
+        size = sum(f.stat().st_size for f in tmp.iterdir())
+        packs_dir(store).mkdir(exist_ok=True)
+        try:
+            os.rename(tmp, target)
+        except OSError:  # another process packed the same runs meanwhile: keep its pack
+            if not (target / MANIFEST).is_file():
+                raise
+    finally:
+        store.discard(tmp)
+    return CompactResult(pack_id, runs, skipped, size, remove_superseded(store, pack_id, runs))
+
+
+def _pack_id(members: dict[str, tuple], summaries_key_: str) -> str:
+    """Names the member runs and the views the summaries come from: another version packs anew."""
+    return hashlib.blake2b(repr((sorted(members.items()), summaries_key_)).encode(), digest_size=12).hexdigest()
+
+
+def _write_tables(store: Store, runs: list[str], tmp: Path) -> None:
+    """Each table's rows of every run (but `runs`), in the order of the files: run_id order, so row
+    groups prune on run_id."""
+    con = duckdb.connect()
+    try:
+        for table in packed_tables():
+            files = [store.run_file(r, f"{table}.parquet") for r in runs]
+            con.execute(f"COPY (SELECT * FROM read_parquet(?, union_by_name = true)) TO "
+                        f"{literal(str(tmp / (table + '.parquet')))} (FORMAT parquet, COMPRESSION zstd)", [files])
+    except duckdb.Error as e:
+        raise StoreError(f"cannot pack the runs of {store.path} ({first_line(str(e))})", _AGAIN) from None
+    finally:
+        con.close()
+
+
+def _write_report_rows(store: Store, runs: list[str], tmp: Path, order: list[str]) -> None:
+    """Each per-run report's rows of these runs with its default parameters (reports.per_run_rows),
+    computed over REPORT_CHUNK runs at a time (a report's memory grows with the runs it covers) and
+    written to one file per report; and the JSON text of those rows (reports.report_text_sql), which
+    json output of the report's rows writes as it is, runs in the order of `order`."""
+    reports = {name: report for name, report in all_reports().items() if report.per_run}
+    for i in range(0, len(runs), REPORT_CHUNK):
+        with Engine(store, run_ids=runs[i:i + REPORT_CHUNK]) as engine:
+            try:
+                for name in reports:
+                    per_run_rows(engine, name).to_parquet(str(tmp / f"{name}.{i}.part"))
+            except duckdb.Error as e:
+                raise StoreError(f"cannot summarize the runs of {store.path} ({first_line(str(e))})", _AGAIN) from None
+    con = duckdb.connect()
+    try:
+        con.execute("CREATE TEMP TABLE report_run_order AS "
+                    "SELECT unnest($ids::VARCHAR[]) AS run_id, generate_subscripts($ids::VARCHAR[], 1) AS position",
+                    {"ids": order})
+        for name, report in reports.items():
+            parts = sorted(tmp.glob(f"{name}.*.part"), key=lambda p: int(p.name.split(".")[-2]))
+            rows_file = tmp / f"{report_file(name)}.parquet"
+            con.execute(f"COPY (FROM read_parquet(?)) TO {literal(str(rows_file))} (FORMAT parquet, COMPRESSION zstd)",
+                        [[str(p) for p in parts]])
+            for part in parts:
+                part.unlink()
+            if has_json_text(report):
+                con.execute(f"COPY ({report_text_sql(report, str(rows_file))}) TO "
+                            f"{literal(str(tmp / (report_text_file(name) + '.parquet')))} (FORMAT parquet, "
+                            f"COMPRESSION zstd, ROW_GROUP_SIZE_BYTES {TEXT_GROUP_BYTES})")
+    finally:
+        con.close()
