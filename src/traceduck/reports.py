@@ -110,10 +110,14 @@ class ReportQuery:
         return (f"SELECT {columns}{count} FROM read_parquet({files}) s JOIN runs r USING (run_id) {counts}"
                 f"JOIN report_run_order o ON o.run_id = s.run_id WHERE true {keep} ORDER BY o.position, s.__pos")
 
+    def _bound(self) -> dict[str, object]:
+        """The parameters the rows' SQL takes: none when they are read from the packs."""
+        return {} if self.packed else self.params
+
     def relation(self) -> duckdb.DuckDBPyRelation:
         """The rows as a DuckDB relation (`.fetchall()`, `.df()`, `.pl()`), at most `limit` per run."""
         try:
-            return self.cursor.sql(self.sql(self.limit), params=self.params)
+            return self.cursor.sql(self.sql(self.limit), params=self._bound())
         except duckdb.Error as e:
             raise QueryError(f"report {self.report.name} failed: {first_line(str(e))}") from None
 
@@ -137,7 +141,7 @@ class ReportQuery:
         capped = shape.per_run_cap is not None and "run_id" in names and not shape.json_rows
         limit = self.limit if not capped else shape.per_run_cap if self.limit is None else min(shape.per_run_cap, self.limit)
         sql, shaped_nested = shaped_sql(self.columns, self.sql(limit, run_rows=capped), shape)
-        result = self.engine.stream(sql, self.params, cur=self.cursor)
+        result = self.engine.stream(sql, self._bound(), cur=self.cursor)
         result.columns, result.nested, result.json_rows = names, shaped_nested or nested, shape.json_rows
         return _counting_runs(result, names, self.limit) if capped else result
 
