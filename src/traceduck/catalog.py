@@ -1,15 +1,23 @@
 """The SQL shipped with traceduck: where it lives, the statements of each file in load order, and the
-documentation in their comments (tables, views, summaries, reports).
+documentation in their comments (tables, views, macros, summaries, reports). The one parser of sql/.
 
-Three things are declared in comments and parsed here, the one parser of sql/:
+A file of sql/views is one domain. Its first comment block may say what other files it needs,
+`-- requires: stacks, steps` (file names without .sql), and files load in that order (view_files).
+DuckDB splits the statements (`duckdb.extract_statements`); the comment block right above each
+CREATE documents it:
 
-- a table's or view's documentation: the comment block above its CREATE, `-- @column name TYPE doc`
-  lines for a view's columns, a `-- doc` line above each column of a table;
-- a summary: a table macro `NAME_of(skip_runs := []::VARCHAR[])` whose comment block has a line
+- a table: its description, then a `-- doc` line above each column of its column list;
+- a view: its description and a `-- @column name TYPE doc` line per column;
+- a macro: its description, an `-- @arg name TYPE doc` line per parameter, and for a table macro an
+  `-- @column` line per column of its result;
+- columns that mean the same as another relation's (or table macro's) take their type and doc from
+  there: `-- @columns-as launch_calls: run_id, event_id, name` instead of a copy of each line;
+- a summary: a table macro `NAME_of(..., skip_runs := []::VARCHAR[])` whose comment block has a line
   `-- @summary`. Its rows per run are what `traceduck compact` keeps in a pack; the view NAME
   (documented by the macro's comment block) and the macro NAME_packed() are generated from it:
-  NAME reads the packed runs' rows from their packs and computes the others' (see Summary.sql);
-- a report's header (`-- title:`, `-- param:`, `-- column:` ..., see parse_report).
+  NAME reads the packed runs' rows from their packs and computes the others' (see Summary.sql).
+
+Reports (sql/reports) have a header of `-- key: value` lines instead, see parse_report.
 """
 
 from __future__ import annotations
@@ -54,6 +62,32 @@ class Relation:
     kind: str  # "table" or "view"
     columns: list[Column] = field(default_factory=list)
     body: str = ""  # the CREATE statement
+
+
+@dataclass
+class Macro:
+    """A macro of sql/views: scalar (an expression) or table (a query), with its documentation."""
+
+    name: str
+    params: list[str]
+    defaults: dict[str, str]  # parameter -> default value (SQL text)
+    body: str  # the expression or query after AS [TABLE]
+    is_table: bool
+    doc: str = ""
+    args: list[Column] = field(default_factory=list)  # the @arg lines, in order
+    columns: list[Column] = field(default_factory=list)  # a table macro's @column lines
+
+    @property
+    def kind(self) -> str:
+        return "table macro" if self.is_table else "macro"
+
+
+@dataclass
+class Statement:
+    """A CREATE statement of a SQL file and the comment block right above it (`--` stripped)."""
+
+    comments: list[str]
+    sql: str  # from CREATE to the semicolon
 
 
 @dataclass
@@ -106,122 +140,166 @@ class Summary:
 
 
 _CREATE = re.compile(r"^CREATE\s+(?:OR\s+REPLACE\s+)?(TABLE|VIEW)\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)", re.I)
-_MACRO = re.compile(r"^CREATE\s+(?:OR\s+REPLACE\s+)?MACRO\s+(\w+)\s*\(", re.I)
+_MACRO = re.compile(r"^CREATE\s+(?:OR\s+REPLACE\s+)?MACRO\s+(\w+)\s*\((.*?)\)\s+AS\s+(TABLE\s+)?(.*)$", re.S | re.I)
 _COLUMN_DEF = re.compile(r"^\s*(\w+)\s+([A-Z][A-Z0-9_(), \[\]]*?)\s*,?\s*$")
 SUMMARY_TAG = "@summary"
+_TAGS = ("@column", "@columns-as", "@arg", SUMMARY_TAG)
 
 
-def sql_statements(text: str) -> list[tuple[list[str], list[str]]]:
-    """Each CREATE statement of a SQL file (table, view or macro), from its CREATE line to the line
-    ending in `;`, with the comment lines of the block right above it (`--` stripped)."""
-    return [(comments, body) for comments, body, _end in _statements(text)]
-
-
-def _statements(text: str) -> list[tuple[list[str], list[str], int]]:
-    """sql_statements, with the index of each statement's last line."""
-    out: list[tuple[list[str], list[str], int]] = []
-    comments: list[str] = []
-    lines = text.splitlines()
-    i = 0
-    while i < len(lines):
-        stripped = lines[i].strip()
-        if stripped.startswith("--"):
-            comments.append(stripped[2:].strip())
-            i += 1
+def statements(text: str) -> list[Statement]:
+    """The CREATE statements of a SQL file, as DuckDB splits them, each with its comment block."""
+    out = []
+    for st in duckdb.extract_statements(text):
+        lines = st.query.splitlines()
+        start = next((i for i, line in enumerate(lines) if line.strip() and not line.strip().startswith("--")), None)
+        if start is None or not lines[start].strip().upper().startswith("CREATE"):
             continue
-        if not stripped.upper().startswith("CREATE"):
-            if not stripped:
-                comments = []
-            i += 1
-            continue
-        body = [lines[i]]
-        i += 1
-        while i < len(lines) and not body[-1].rstrip().endswith(";"):
-            body.append(lines[i])
-            i += 1
-        out.append((comments, body, i - 1))
-        comments = []
+        block: list[str] = []
+        for line in reversed(lines[:start]):  # the comments right above: a blank line ends the block
+            if not line.strip().startswith("--"):
+                break
+            block.insert(0, line.strip()[2:].strip())
+        out.append(Statement(block, "\n".join(lines[start:]).strip()))
     return out
 
 
-def _view_columns(comments: list[str]) -> list[Column]:
+def sql_statements(text: str) -> list[tuple[list[str], list[str]]]:
+    """Each CREATE statement of a SQL file with its comment block: (comment lines, statement lines)."""
+    return [(st.comments, st.sql.splitlines()) for st in statements(text)]
+
+
+def _tagged(comments: list[str], tag: str) -> list[str]:
+    """The text after `tag` of the comment lines that start with it."""
+    return [c[len(tag):].strip() for c in comments if c.split(None, 1)[:1] == [tag]]
+
+
+def _columns(lines: list[str]) -> list[Column]:
+    """`name TYPE doc` lines as columns."""
     out = []
-    for c in comments:
-        if c.startswith("@column"):
-            parts = c.split(None, 3)
-            out.append(Column(parts[1], parts[2], parts[3] if len(parts) > 3 else ""))
+    for line in lines:
+        parts = line.split(None, 2)
+        out.append(Column(parts[0], parts[1] if len(parts) > 1 else "", parts[2] if len(parts) > 2 else ""))
     return out
 
 
 def _doc(comments: list[str]) -> str:
-    return " ".join(c for c in comments if not c.startswith("@")).strip()
+    return " ".join(c for c in comments if c.split(None, 1)[:1] not in ([t] for t in _TAGS)).strip()
 
 
-def _summary(comments: list[str], body: list[str], where: str) -> Summary:
-    m = _MACRO.match(body[0].strip())
+def _header(text: str) -> list[str]:
+    """The file's first comment block (before any statement and the first blank line), `--` stripped."""
+    out = []
+    for line in text.splitlines():
+        if not line.strip().startswith("--"):
+            break
+        out.append(line.strip()[2:].strip())
+    return out
+
+
+def _summary(comments: list[str], sql: str, where: str) -> Summary:
+    m = _MACRO.match(sql)
     macro = m.group(1) if m else ""
-    tag = next(c for c in comments if c.split(None, 1)[0] == SUMMARY_TAG)
-    settings = {}
-    for item in filter(None, (i.strip() for i in tag[len(SUMMARY_TAG):].split(","))):
+    settings: dict[str, list[str]] = {}
+    for item in filter(None, (i.strip() for i in _tagged(comments, SUMMARY_TAG)[0].split(","))):
         param, sep, values = item.partition("=")
         settings[param.strip()] = [v.strip() for v in values.split("|")]
         if not sep or not param.strip().isidentifier() or not all(settings[param.strip()]):
-            raise ValueError(f"{where}: {SUMMARY_TAG} settings read `name = value|value, ...`, not: {tag}")
-    signature = body[0].replace(" (", "(")
-    if not macro.endswith("_of") or "skip_runs := []::VARCHAR[]) AS TABLE" not in signature or \
+            raise ValueError(f"{where}: {SUMMARY_TAG} settings read `name = value|value, ...`, not: {item}")
+    signature = sql.split(" AS ", 1)[0]
+    if not macro.endswith("_of") or "skip_runs := []::VARCHAR[])" not in signature or \
             any(f"{p} :=" not in signature for p in settings):
         raise ValueError(f"{where}: {SUMMARY_TAG} marks a table macro NAME_of(<its settings> := ..., "
-                         f"skip_runs := []::VARCHAR[]), not: {body[0].strip()}")
+                         f"skip_runs := []::VARCHAR[]), not: {sql.splitlines()[0]}")
     name = macro.removesuffix("_of")
     summary = Summary(name, macro, None, settings)
     if not settings:
         doc = (f"{_doc(comments)} Kept in packs: read from the packs for the runs a current pack holds (computed "
                f"once, by `traceduck compact`), computed by `{macro}` for the others.")
-        summary.view = Relation(name, doc, "view", _view_columns(comments), summary.sql().split(";\n", 1)[1])
+        summary.view = Relation(name, doc, "view", [], summary.sql().split(";\n", 1)[1])
     return summary
+
+
+def _macro(comments: list[str], sql: str) -> Macro:
+    m = _MACRO.match(sql.rstrip().rstrip(";"))
+    name, params_text, table, body = m.groups()
+    params, defaults = [], {}
+    for p in (p.strip() for p in params_text.split(",") if p.strip()):
+        key, sep, default = p.partition(":=")
+        params.append(key.strip())
+        if sep:
+            defaults[key.strip()] = default.strip()
+    return Macro(name, params, defaults, body.strip(), bool(table), _doc(comments), _columns(_tagged(comments, "@arg")))
 
 
 @dataclass
 class SqlFile:
     """A file of sql/views: its SQL with each summary's generated statements right after its macro,
-    and what it documents."""
+    what it needs and what it defines."""
 
     path: Path
     text: str
     relations: list[Relation]
     summaries: list[Summary]
+    macros: list[Macro] = field(default_factory=list)
+    requires: list[str] = field(default_factory=list)  # the files it needs, by name without .sql
+
+    @property
+    def name(self) -> str:
+        return self.path.stem
 
 
 def parse_sql_file(text: str, where: str = "sql") -> SqlFile:
-    """The tables, views and summaries of a SQL file with the comment block above each one.
-
-    Table columns are read from the column list (each preceded by `-- doc` lines); view
-    columns are declared in the comment block as `-- @column name TYPE doc`.
-    """
-    relations: list[Relation] = []
-    summaries: list[Summary] = []
-    lines = text.splitlines()
-    generated: dict[int, str] = {}  # after line i (0-based): the statements of a summary
-    for comments, body_lines, at in _statements(text):
-        m = _CREATE.match(body_lines[0].strip())
-        if not m:  # a macro
-            if any(c.split(None, 1)[0] == SUMMARY_TAG for c in comments if c):
-                summary = _summary(comments, body_lines, where)
-                summaries.append(summary)
-                if summary.view is not None:
-                    relations.append(summary.view)
-                generated[at] = summary.sql()
+    """What a SQL file defines and documents (see the module docstring); `@columns-as` references
+    are left to resolve (resolve_columns) once every file is read."""
+    out = SqlFile(Path(where), "", [], [], requires=[r.strip() for line in _tagged(_header(text), "requires:")
+                                                      for r in line.split(",") if r.strip()])
+    pieces = []
+    for st in statements(text):
+        pieces.append(f"{_block(st.comments)}{st.sql}")
+        m = _CREATE.match(st.sql)
+        if m:
+            kind, name = m.group(1).lower(), m.group(2)
+            rel = Relation(name=name, doc=_doc(st.comments), kind=kind, body=st.sql)
+            rel.columns = _table_columns(st.sql.splitlines()[1:]) if kind == "table" else _column_refs(st.comments)
+            out.relations.append(rel)
             continue
-        kind, name = m.group(1).lower(), m.group(2)
-        rel = Relation(name=name, doc=_doc(comments), kind=kind, body="\n".join(body_lines))
-        rel.columns = _table_columns(body_lines[1:]) if kind == "table" else _view_columns(comments)
-        relations.append(rel)
-    out = []
-    for i, line in enumerate(lines):
-        out.append(line)
-        if i in generated:
-            out.append(generated[i])
-    return SqlFile(Path(where), "\n".join(out) + "\n", relations, summaries)
+        macro = _macro(st.comments, st.sql)
+        macro.columns = _column_refs(st.comments)
+        out.macros.append(macro)
+        if _tagged(st.comments, SUMMARY_TAG):
+            summary = _summary(st.comments, st.sql, where)
+            out.summaries.append(summary)
+            if summary.view is not None:
+                summary.view.columns = macro.columns
+                out.relations.append(summary.view)
+            pieces.append(summary.sql())
+    out.text = "\n\n".join(pieces) + "\n"
+    return out
+
+
+def _block(comments: list[str]) -> str:
+    return "".join(f"-- {c}\n" for c in comments)
+
+
+@dataclass
+class _ColumnsAs:
+    """Columns to copy from another relation: `-- @columns-as NAME: a, b, c`."""
+
+    source: str
+    names: list[str]
+
+
+def _column_refs(comments: list[str]) -> list:
+    """The @column and @columns-as lines of a comment block, in order."""
+    out: list = []
+    for c in comments:
+        tag = c.split(None, 1)[:1]
+        if tag == ["@column"]:
+            out += _columns([c[len("@column"):].strip()])
+        elif tag == ["@columns-as"]:
+            source, _, names = c[len("@columns-as"):].partition(":")
+            out.append(_ColumnsAs(source.strip(), [n.strip() for n in names.split(",") if n.strip()]))
+    return out
 
 
 def _table_columns(body: list[str]) -> list[Column]:
@@ -250,18 +328,77 @@ def tables() -> dict[str, Relation]:
 
 @lru_cache(maxsize=1)
 def view_files() -> list[SqlFile]:
-    """The view files of sql/views in load order."""
-    out = []
+    """The files of sql/views in load order: each after the files it requires, else by name."""
+    files = {}
     for path in sorted((sql_dir() / "views").glob("*.sql")):
         parsed = parse_sql_file(path.read_text(), path.name)
         parsed.path = path
-        out.append(parsed)
-    return out
+        files[parsed.name] = parsed
+    ordered: list[SqlFile] = []
+    visiting: list[str] = []
+
+    def visit(name: str, needed_by: str) -> None:
+        if name not in files:
+            raise ValueError(f"sql/views/{needed_by}.sql requires {name!r}, which is no file of sql/views")
+        if name in visiting:
+            raise ValueError(f"sql/views: files require each other: {' -> '.join(visiting + [name])}")
+        if any(f.name == name for f in ordered):
+            return
+        visiting.append(name)
+        for required in files[name].requires:
+            visit(required, name)
+        visiting.pop()
+        ordered.append(files[name])
+
+    for name in files:
+        visit(name, name)
+    _resolve_columns(ordered)
+    return ordered
+
+
+def _resolve_columns(files: list[SqlFile]) -> None:
+    """Replace each `@columns-as` reference by the columns it names (a relation's of sql/, or a
+    table macro's), in order."""
+    known: dict[str, list] = {name: rel.columns for name, rel in tables().items()}
+    for f in files:
+        known.update({rel.name: rel.columns for rel in f.relations})
+        known.update({m.name: m.columns for m in f.macros if m.is_table})
+
+    def resolve(name: str, seen: tuple[str, ...] = ()) -> list[Column]:
+        if name in seen:
+            raise ValueError(f"sql/views: @columns-as refers in a circle: {' -> '.join(seen + (name,))}")
+        out = []
+        for item in known[name]:
+            if isinstance(item, Column):
+                out.append(item)
+                continue
+            if item.source not in known:
+                raise ValueError(f"{name}: @columns-as {item.source}: no relation or table macro of that name")
+            source = {c.name: c for c in resolve(item.source, seen + (name,))}
+            missing = [n for n in item.names if n not in source]
+            if missing:
+                raise ValueError(f"{name}: @columns-as {item.source}: it has no column {', '.join(missing)}")
+            out += [source[n] for n in item.names]
+        known[name] = out
+        return out
+
+    for f in files:
+        for rel in f.relations:
+            rel.columns = resolve(rel.name)
+        for m in f.macros:
+            if m.is_table:
+                m.columns = resolve(m.name)
 
 
 def summaries() -> list[Summary]:
     """Every summary of sql/views, in load order."""
     return [s for f in view_files() for s in f.summaries]
+
+
+@lru_cache(maxsize=1)
+def macros() -> dict[str, Macro]:
+    """Every macro of sql/views, by name (lower case), in load order."""
+    return {m.name.lower(): m for f in view_files() for m in f.macros}
 
 
 def reference_tables() -> list[Relation]:
@@ -270,8 +407,8 @@ def reference_tables() -> list[Relation]:
 
 
 def reference_sql() -> str:
-    """sql/views/00_reference.sql: the reference tables (empty) and the macros over event names."""
-    return next(f.text for f in view_files() if f.path.name == "00_reference.sql")
+    """The SQL that defines the reference tables (empty) and the macros over event names: what ingest loads."""
+    return next(f.text for f in view_files() if f.path.name.endswith("reference.sql"))
 
 
 def documented_relations() -> dict[str, Relation]:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import reference
-from .catalog import Relation, get_report, schema_stamp, sql_statements, tables, view_files
+from .catalog import Relation, get_report, schema_stamp, sql_statements, summaries, tables, view_files
 from .errors import NotPortableError, QueryError, StoreError
 from .store import Store
 
@@ -176,12 +176,15 @@ def expand_macros(tree, where: str, depth: int = 0):
     from sqlglot import exp
 
     known = macros()
+    # Spark reads no pack: a summary with settings is its computation there (a view summary is
+    # registered as its computation, see register)
+    computed = {s.name.lower(): s.macro.lower() for s in summaries() if s.settings}
     if depth > 20:
         raise NotPortableError(f"{where}: macros nest too deep to expand")
 
     def expand(node):
         if isinstance(node, exp.Table) and isinstance(node.this, exp.Anonymous) and node.this.name.lower() in known:
-            macro = known[node.this.name.lower()]
+            macro = known[computed.get(node.this.name.lower(), node.this.name.lower())]
             if not macro.is_table:
                 raise NotPortableError(f"{where}: scalar macro {macro.name} used as a table")
             body = expand_macros(_substitute(_parse(macro.body), _bind(macro, node.this, where)), where, depth + 1)
