@@ -6,7 +6,7 @@ import duckdb
 import pytest
 
 import traceduck
-from traceduck.catalog import documented_relations, view_files
+from traceduck.catalog import Relation, documented_relations, tables, view_files
 
 from conftest import SAMPLES
 
@@ -19,18 +19,25 @@ def db(tmp_path_factory):
         yield database
 
 
+def undescribed(rels: dict[str, Relation]) -> list[str]:
+    """The relations without a description (a sentence, at least 20 characters)."""
+    return [name for name, rel in rels.items() if len(rel.doc) < 20]
+
+
+def undocumented_columns(rels: dict[str, Relation]) -> list[str]:
+    """`relation.column` for each column without a description."""
+    return [f"{name}.{c.name}" for name, rel in rels.items() for c in rel.columns if len(c.doc) < 5]
+
+
 def test_every_relation_has_a_description():
     rels = documented_relations()
     assert {"runs", "events", "args", "shapes", "stacks", "cpu_ops", "launches", "gpu_kernels", "gpu_memcpys",
             "gpu_memsets", "steps", "tensor_copies", "dtypes", "call_sites"} <= set(rels)
-    missing = [name for name, rel in rels.items() if len(rel.doc) < 20]
-    assert missing == []
+    assert undescribed(rels) == []
 
 
 def test_every_column_is_documented():
-    undocumented = [f"{name}.{c.name}" for name, rel in documented_relations().items()
-                    for c in rel.columns if len(c.doc) < 5]
-    assert undocumented == []
+    assert undocumented_columns(documented_relations()) == []
 
 
 def test_declared_columns_match_what_duckdb_returns(db):
@@ -52,18 +59,45 @@ def test_docs_reach_the_duckdb_catalog(db):
 
 
 def test_view_files_load_in_a_fresh_connection():
+    """Each view file runs, in load order, over nothing but the store's tables (empty) and the files
+    before it, and creates exactly the relations it documents, each of which can be queried."""
     con = duckdb.connect()
-    assert len(view_files()) >= 5
-    for path, text, relations in view_files():
-        assert relations, f"{path.name} documents no view"
+    for rel in tables().values():
+        con.execute(rel.body)
+    files = view_files()
+    assert len(files) >= 5 and [p.name for p, _, _ in files] == sorted(p.name for p, _, _ in files)
+
+    def relations() -> set[str]:
+        return {n for (n,) in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal UNION ALL "
+                                          "SELECT table_name FROM duckdb_tables()").fetchall()}
+
+    for path, text, documented in files:
+        assert documented, f"{path.name} documents no view"
+        before = relations()
+        con.execute(text)
+        assert relations() - before == {r.name for r in documented}, path.name
+        for rel in documented:
+            con.execute(f"SELECT * FROM {rel.name} LIMIT 0")
     con.close()
 
 
 def test_a_missing_column_doc_is_caught():
+    """The checks above on SQL with a doc missing: a view column, a table column, a description."""
     from traceduck.catalog import parse_sql_file
 
-    rel = parse_sql_file("-- A view.\n-- @column a INTEGER\nCREATE VIEW v AS SELECT 1 AS a;\n")[0]
-    assert rel.columns[0].doc == ""  # the check above would list it
+    view = parse_sql_file("-- A view of one column, with a description.\n-- @column a INTEGER\n"
+                          "-- @column b INTEGER the second column\nCREATE VIEW v AS SELECT 1 AS a, 2 AS b;\n")
+    table = parse_sql_file("-- A table without a description\nCREATE TABLE t (\n  -- the first column\n  a INTEGER,\n"
+                           "  b VARCHAR\n);\n")
+    rels = {r.name: r for r in view + table}
+    assert undocumented_columns(rels) == ["v.a", "t.b"]
+    assert undescribed({"t": rels["t"], "short": Relation("short", "Too short.", "view")}) == ["short"]
+    # a real view file with the doc of its first declared column taken out
+    text = next(text for path, text, _ in view_files() if path.name == "30_cpu.sql")
+    line = next(ln for ln in text.splitlines() if ln.startswith("-- @column"))  # cpu_ops' first column
+    assert undocumented_columns({r.name: r for r in parse_sql_file(text)}) == []
+    dropped = parse_sql_file(text.replace(line, " ".join(line.split()[:4]), 1))
+    assert undocumented_columns({r.name: r for r in dropped}) == [f"cpu_ops.{line.split()[2]}"]
 
 
 def test_catalog_file_opens_in_a_fresh_duckdb_connection(tmp_path):

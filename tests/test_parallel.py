@@ -3,7 +3,6 @@ and chunk boundaries that land inside strings or args fall back to the streaming
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 
@@ -71,7 +70,7 @@ def test_awkward_text_survives_any_chunking(tmp_path, monkeypatch):
     assert calls == [1]  # a cut landed inside a string, so the streaming parser took over
     out = tmp_path / "back.json"
     export_run(Store(tmp_path / "s"), result.run_id, out)
-    assert trace_difference(json.loads(path.read_text()), json.loads(out.read_text())) is None
+    assert trace_difference(load_json(path), load_json(out)) is None
 
 
 def test_python_api_returns_duckdb_relations(tmp_path):
