@@ -200,6 +200,14 @@ def test_whole_run_export_keeps_digits_beyond_a_double(tmp_path):
     assert trace_difference(original, back) is None
 
 
+@pytest.mark.xfail(strict=True, reason="list and object args are written with orjson, which writes NaN and "
+                                       "Infinity as null (ingester/convert.py: dumps_json, _json_texts)")
+def test_whole_run_export_keeps_nan_inside_lists_and_objects(tmp_path):
+    text = NUMBERS_TRACE.replace('"m": 7', '"m": 7, "l": [1, NaN, -Infinity], "d": {"x": NaN}')
+    original, back = _export_back(tmp_path, text)
+    assert trace_difference(original, back) is None
+
+
 def test_round_trip_comparison_is_exact():
     """The comparison the round-trip tests use tells apart what float() would not."""
     assert same_value(Decimal("2.0"), Decimal("2.00")) and same_value([1, {"a": None}], [1, {"a": None}])
