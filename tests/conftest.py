@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import gzip
+import importlib
 import json
 import os
+import shutil
 from decimal import Decimal
 from pathlib import Path
 
@@ -28,6 +30,17 @@ def shared_dir() -> Path:
             pytest.fail(f"shared traces missing at {SHARED_TRACES} (required when CI=true)")
         pytest.skip("shared traces not present")
     return SHARED_TRACES
+
+
+def require(module: str, extra: str = "test-all"):
+    """Import an optional test dependency (Spark, the notebook stack, polars, pandas): a test that
+    needs one skips where it is not installed, and fails under CI=true, where `.[test-all]` is."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"{module} is not installed (required when CI=true: pip install '.[{extra}]')")
+        pytest.skip(f"{module} is not installed (pip install '.[{extra}]')")
 
 
 def all_shared_files() -> list[str]:
