@@ -226,6 +226,9 @@ def test_per_run_reports_come_from_the_pack_with_their_default_parameters(tmp_pa
             alone = [row for r in names_order for row in run_report(db, name, runs=[r], keep_run_columns=True)[1]]
             assert before[name] == alone, name
         assert sum(map(len, before.values())) > 1000
+        # independent of both: each kernel's instances and total time, by plain json
+        assert {name: (n, total) for run, _, name, n, total, *_ in before["top-kernels"]
+                if run == run_id_of(rank0)} == kernel_totals(rank0)
         wanted = db.report("top-kernels", limit=3).fetchall()
         by_step = db.report("comm-overlap", linked_only=True).fetchall()
     traceduck.compact(store=store)

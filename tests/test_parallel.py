@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections import Counter
 
 import pytest
 
@@ -81,6 +82,10 @@ def test_python_api_returns_duckdb_relations(tmp_path):
     table = rel.to_arrow_table()
     assert table.column_names == ["name", "n"] and table.num_rows == 3
     assert [r[0] for r in rel.fetchall()] == table.column("name").to_pylist()
+    # independent: the counts of those names by plain json
+    counts = Counter(e.get("name") for e in trace_events(load_json(ROOT / "samples" / "buggy.json.gz")))
+    assert table.column("n").to_pylist() == [counts[n] for n in table.column("name").to_pylist()]
+    assert table.column("n").to_pylist()[0] == max(counts.values())
 
 
 @pytest.mark.slow
