@@ -95,6 +95,27 @@ def store(tmp_path: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
+def samples_template(tmp_path_factory) -> Path:
+    """The two samples (runs `buggy` and `fixed`) ingested once, with the store's view file built:
+    copied by `samples_store`, never changed."""
+    import traceduck
+
+    path = tmp_path_factory.mktemp("samples") / "store"
+    traceduck.ingest([SAMPLES / "buggy.json.gz", SAMPLES / "fixed.json.gz"], store=path, jobs=1)
+    traceduck.open(path).close()
+    return path
+
+
+@pytest.fixture
+def samples_store(samples_template: Path, tmp_path: Path) -> Path:
+    """A store of this test's own holding the two samples: a copy of `samples_template`, which
+    spares each test the ingest and the view file (a second or more) of a new store."""
+    path = tmp_path / "samples"
+    shutil.copytree(samples_template, path)
+    return path
+
+
+@pytest.fixture(scope="session")
 def shared_ingest(tmp_path_factory):
     """The whole shared directory ingested in one call, as a user would (recursively, one worker
     process per file): (store path, {relative path: IngestResult} for every .json/.json.gz file,
