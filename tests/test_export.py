@@ -176,17 +176,17 @@ NUMBERS_TRACE = """{"schemaVersion": 1, "ratio": 2.0, "count": 3, "huge": 1.5e30
 "trailer": [0.5, 5, 5.0]}"""
 
 
-def _export_back(tmp_path: Path, text: str) -> tuple[dict, dict]:
+def _export_back(store: Path, tmp_path: Path, text: str) -> tuple[dict, dict]:
+    """The trace `text` ingested into `store` and exported: (the trace, the export), as json reads them."""
     path = tmp_path / "numbers.json"
     path.write_text(text)
-    store = tmp_path / "store"
     run_id = traceduck.ingest(path, store=store, jobs=1)[0].run_id
     traceduck.export(run_id, tmp_path / "back.json", store=store)
     return load_json(path), load_json(tmp_path / "back.json")
 
 
-def test_whole_run_export_keeps_each_number_as_written(tmp_path):
-    original, back = _export_back(tmp_path, NUMBERS_TRACE)
+def test_whole_run_export_keeps_each_number_as_written(samples_store, tmp_path):
+    original, back = _export_back(samples_store, tmp_path, NUMBERS_TRACE)
     assert trace_difference(original, back) is None
     # what the comparison rests on, by hand: 2.0 stays a JSON float and 2 an integer
     args = back["traceEvents"][0]["args"]
@@ -194,17 +194,17 @@ def test_whole_run_export_keeps_each_number_as_written(tmp_path):
 
 
 @pytest.mark.xfail(strict=True, reason="args keep reals as doubles: digits past a double's 17 are lost")
-def test_whole_run_export_keeps_digits_beyond_a_double(tmp_path):
+def test_whole_run_export_keeps_digits_beyond_a_double(samples_store, tmp_path):
     text = NUMBERS_TRACE.replace('"m": 7', '"m": 7, "x": 0.30000000000000001')
-    original, back = _export_back(tmp_path, text)
+    original, back = _export_back(samples_store, tmp_path, text)
     assert trace_difference(original, back) is None
 
 
 @pytest.mark.xfail(strict=True, reason="list and object args are written with orjson, which writes NaN and "
                                        "Infinity as null (ingester/convert.py: dumps_json, _json_texts)")
-def test_whole_run_export_keeps_nan_inside_lists_and_objects(tmp_path):
+def test_whole_run_export_keeps_nan_inside_lists_and_objects(samples_store, tmp_path):
     text = NUMBERS_TRACE.replace('"m": 7', '"m": 7, "l": [1, NaN, -Infinity], "d": {"x": NaN}')
-    original, back = _export_back(tmp_path, text)
+    original, back = _export_back(samples_store, tmp_path, text)
     assert trace_difference(original, back) is None
 
 
