@@ -8,14 +8,12 @@ import pytest
 import traceduck
 from traceduck.catalog import Relation, documented_relations, tables, view_files
 
-from conftest import SAMPLES
+from conftest import SAMPLES, write_trace
 
 
 @pytest.fixture(scope="module")
-def db(tmp_path_factory):
-    store = tmp_path_factory.mktemp("catalog") / "store"
-    traceduck.ingest(SAMPLES / "buggy.json.gz", store=store)
-    with traceduck.open(store) as database:
+def db(samples_template):
+    with traceduck.open(samples_template) as database:  # read only
         yield database
 
 
@@ -100,38 +98,43 @@ def test_a_missing_column_doc_is_caught():
     assert undocumented_columns({r.name: r for r in dropped}) == [f"cpu_ops.{line.split()[2]}"]
 
 
-def test_catalog_file_opens_in_a_fresh_duckdb_connection(tmp_path):
+def test_catalog_file_opens_in_a_fresh_duckdb_connection(samples_store, tmp_path, capsys):
+    """`traceduck catalog` writes STORE/catalog.duckdb in DuckDB 1.0's storage format: any DuckDB
+    client reads the views from it, including over runs ingested after it was written."""
     import gzip
     import json
+    import struct
 
-    from traceduck.catalog_file import write_catalog
-    from traceduck.store import Store
+    from traceduck.cli import main
 
-    store = tmp_path / "store"
-    traceduck.ingest(SAMPLES / "buggy.json.gz", store=store)
-    path = write_catalog(Store(store))
-    expected = sum(1 for e in json.loads(gzip.decompress((SAMPLES / "buggy.json.gz").read_bytes()))["traceEvents"]
+    path = samples_store / "catalog.duckdb"
+    with pytest.raises(SystemExit) as done:
+        main(["catalog", "--store", str(samples_store)])
+    assert done.value.code == 0
+    assert capsys.readouterr() == (f"{path} (open it with any DuckDB client, e.g. `duckdb {path}`)\n", "")
+    # A DuckDB CLI refuses a file in a newer storage format than its own; `pip install duckdb-cli` can lag the
+    # Python package, so the catalog is written in DuckDB 1.0's format (storage version number 64).
+    header = path.read_bytes()[:20]
+    assert header[8:12] == b"DUCK" and struct.unpack("<Q", header[12:20]) == (64,)
+    expected = sum(1 for sample in ("buggy", "fixed")
+                   for e in json.loads(gzip.decompress((SAMPLES / f"{sample}.json.gz").read_bytes()))["traceEvents"]
                    if e.get("cat") == "cpu_op")
     con = duckdb.connect(str(path), read_only=True)
     assert con.execute("SELECT count(*) FROM cpu_ops").fetchall()[0][0] == expected
     assert con.execute("SELECT comment FROM duckdb_views() WHERE view_name = 'tensor_copies'").fetchall()[0][0]
     con.close()
-    traceduck.ingest(SAMPLES / "fixed.json.gz", store=store)  # views read by glob: new runs show up
+    # views read by glob: new runs show up
+    traceduck.ingest(write_trace(tmp_path / "new.json", [{"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1,
+                                                          "tid": 1, "ts": 1, "dur": 2}]), store=samples_store)
     con = duckdb.connect(str(path), read_only=True)
-    assert con.execute("SELECT count(*) FROM runs").fetchall()[0][0] == 2
+    assert con.execute("SELECT count(*) FROM runs").fetchall()[0][0] == 3
+    assert con.execute("SELECT count(*) FROM cpu_ops").fetchall()[0][0] == expected + 1
     con.close()
-
-
-def test_catalog_file_uses_duckdb_1_0_storage(tmp_path):
-    """A DuckDB CLI refuses a file in a newer storage format than its own; `pip install duckdb-cli` can lag the
-    Python package, so the catalog is written in DuckDB 1.0's format (storage version number 64)."""
-    import struct
-
-    from traceduck.catalog_file import write_catalog
-    from traceduck.store import Store
-
-    store = tmp_path / "store"
-    traceduck.ingest(SAMPLES / "buggy.json.gz", store=store)
-    header = write_catalog(Store(store)).read_bytes()[:20]
-    assert header[8:12] == b"DUCK"
-    assert struct.unpack("<Q", header[12:20]) == (64,)
+    # a store without runs: nothing for the views to read
+    empty = tmp_path / "empty"
+    (empty / "runs").mkdir(parents=True)
+    with pytest.raises(SystemExit) as exit_code:
+        main(["catalog", "--store", str(empty)])
+    assert exit_code.value.code == 1
+    assert capsys.readouterr() == ("", f"Error: no runs in {empty}. Ingest a trace first: the catalog's views need "
+                                      "Parquet files to read.\n")

@@ -354,24 +354,6 @@ def test_label_rename_and_rm(samples_store, capsys, monkeypatch):
     assert cli(capsys, "rm", "first", "--store", samples_store)[2].startswith("Error: no run matches 'first'.")
 
 
-def test_catalog_writes_a_duckdb_file_of_the_views(samples_store, tmp_path, capsys):
-    import duckdb
-
-    path = samples_store / "catalog.duckdb"
-    assert cli(capsys, "catalog", "--store", samples_store) == \
-        (0, f"{path} (open it with any DuckDB client, e.g. `duckdb {path}`)\n", "")
-    con = duckdb.connect(str(path), read_only=True)
-    try:
-        assert con.execute("SELECT count(*) FROM cpu_ops").fetchall() == [(sum(cpu_op_calls(BUGGY).values())
-                                                                           + sum(cpu_op_calls(FIXED).values()),)]
-    finally:
-        con.close()
-    empty = tmp_path / "empty"
-    (empty / "runs").mkdir(parents=True)
-    assert cli(capsys, "catalog", "--store", empty) == \
-        (1, "", f"Error: no runs in {empty}. Ingest a trace first: the catalog's views need Parquet files to read.\n")
-
-
 def test_export_writes_the_run_back(samples_store, tmp_path, capsys):
     from conftest import load_json
     from roundtrip import trace_difference
