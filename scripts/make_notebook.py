@@ -3,7 +3,7 @@
 The notebook is generated so that it stays clean (no outputs, no execution counts, fixed cell
 ids): edit the cells here, then run `python scripts/make_notebook.py`. tests/test_notebooks.py
 fails when the committed notebook differs from what this script writes, and executes it.
-Needs nbformat (in the `test` extra).
+Needs nbformat (in the `test-all` extra).
 """
 
 from __future__ import annotations

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import gzip
+import importlib
 import json
 import os
+import shutil
 from decimal import Decimal
 from pathlib import Path
 
@@ -28,6 +30,17 @@ def shared_dir() -> Path:
             pytest.fail(f"shared traces missing at {SHARED_TRACES} (required when CI=true)")
         pytest.skip("shared traces not present")
     return SHARED_TRACES
+
+
+def require(module: str, extra: str = "test-all"):
+    """Import an optional test dependency (Spark, the notebook stack, polars, pandas): a test that
+    needs one skips where it is not installed, and fails under CI=true, where `.[test-all]` is."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"{module} is not installed (required when CI=true: pip install '.[{extra}]')")
+        pytest.skip(f"{module} is not installed (pip install '.[{extra}]')")
 
 
 def all_shared_files() -> list[str]:
@@ -79,6 +92,27 @@ def write_trace(path: Path, events: list, **top) -> Path:
 @pytest.fixture
 def store(tmp_path: Path) -> Path:
     return tmp_path / "store"
+
+
+@pytest.fixture(scope="session")
+def samples_template(tmp_path_factory) -> Path:
+    """The two samples (runs `buggy` and `fixed`) ingested once, with the store's view file built:
+    copied by `samples_store`, never changed."""
+    import traceduck
+
+    path = tmp_path_factory.mktemp("samples") / "store"
+    traceduck.ingest([SAMPLES / "buggy.json.gz", SAMPLES / "fixed.json.gz"], store=path, jobs=1)
+    traceduck.open(path).close()
+    return path
+
+
+@pytest.fixture
+def samples_store(samples_template: Path, tmp_path: Path) -> Path:
+    """A store of this test's own holding the two samples: a copy of `samples_template`, which
+    spares each test the ingest and the view file (a second or more) of a new store."""
+    path = tmp_path / "samples"
+    shutil.copytree(samples_template, path)
+    return path
 
 
 @pytest.fixture(scope="session")

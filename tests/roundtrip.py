@@ -1,27 +1,36 @@
 """Comparing a trace with its export, the way the issue states it: same top-level keys, same
-events in the same order with the same keys and values; numbers compared as values,
-timestamps to the nanosecond, pid/tid with their JSON type."""
+events in the same order with the same keys and values; timestamps to the nanosecond, pid/tid
+with their JSON type.
+
+Both sides must be read with `parse_float=Decimal` (conftest.load_json does): a JSON number is then
+an `int` when written without a fraction or exponent and a `Decimal` of its text otherwise, so
+numbers compare exactly, type and value: 2 is not 2.0, and 0.30000000000000001 is not 0.3. Only
+NaN and the infinities (which `json` reads as floats) are floats.
+"""
 
 from __future__ import annotations
 
+import math
 from decimal import Decimal
 
 _NUMBER = (int, float, Decimal)
 
 
 def same_value(a, b) -> bool:
-    if isinstance(a, bool) or isinstance(b, bool):
-        return type(a) is type(b) and a == b
-    if isinstance(a, int) and isinstance(b, int):
-        return a == b
-    if isinstance(a, _NUMBER) and isinstance(b, _NUMBER):
-        fa, fb = float(a), float(b)
-        return fa == fb or (fa != fa and fb != fb)
+    """True when `a` and `b` are the same JSON value: same type (int, decimal, string, bool, null,
+    list, object) and the same value; lists in order, objects by key."""
+    for v in (a, b):
+        if type(v) is float and math.isfinite(v):
+            raise TypeError(f"{v!r} was read as a float: load both sides with json.loads(..., parse_float=Decimal)")
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, float):  # NaN, Infinity, -Infinity
+        return a == b or (a != a and b != b)
     if isinstance(a, list):
-        return isinstance(b, list) and len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b))
     if isinstance(a, dict):
-        return isinstance(b, dict) and a.keys() == b.keys() and all(same_value(a[k], b[k]) for k in a)
-    return type(a) is type(b) and a == b
+        return a.keys() == b.keys() and all(same_value(a[k], b[k]) for k in a)
+    return a == b
 
 
 def ns(v) -> int:
@@ -37,11 +46,8 @@ def event_difference(a: dict, b: dict) -> str | None:
     for k in a:
         x, y = a[k], b[k]
         if k in ("ts", "dur") and isinstance(x, _NUMBER) and not isinstance(x, bool) and isinstance(y, _NUMBER):
-            if ns(x) != ns(y):
+            if ns(x) != ns(y):  # times are kept in whole ns: 1.5 and 1.500 are the same time
                 return f"{k}: {x} != {y}"
-        elif k in ("pid", "tid"):
-            if type(x) is not type(y) or x != y:
-                return f"{k}: {x!r} != {y!r}"
         elif not same_value(x, y):
             return f"{k}: {x!r} != {y!r}"
     return None

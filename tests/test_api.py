@@ -18,7 +18,7 @@ from traceduck import viewfile
 from traceduck.viewfile import CACHE_DIR, VIEWS_FILE
 from traceduck.store import Store
 
-from conftest import SAMPLES
+from conftest import SAMPLES, load_json, require
 
 BUGGY = SAMPLES / "buggy.json.gz"
 FIXED = SAMPLES / "fixed.json.gz"
@@ -71,8 +71,6 @@ def test_report_is_a_relation_with_the_counts_of_the_trace(store):
         assert calls == op_calls(BUGGY)
         table = rel.arrow().read_all()  # record batches
         assert dict(zip(table.column("name").to_pylist(), table.column("calls").to_pylist())) == calls
-        df = rel.df()
-        assert dict(zip(df.name, df.calls)) == calls
         both = db.report("top-ops", limit=3)
         assert both.columns[:2] == ["run_id", "run_name"]
         assert [r[1] for r in both.fetchall()] == ["buggy"] * 3 + ["fixed"] * 3  # --limit is per run, in name order
@@ -82,8 +80,15 @@ def test_report_is_a_relation_with_the_counts_of_the_trace(store):
             db.report("top-ops", group="x")
 
 
+def test_report_relation_converts_to_pandas(store):
+    require("pandas")
+    with traceduck.open(store) as db:
+        df = db.report("top-ops", runs="buggy").df()
+    assert dict(zip(df.name, df.calls)) == op_calls(BUGGY)
+
+
 def test_report_relation_converts_to_polars(store):
-    pytest.importorskip("polars")
+    require("polars")
     with traceduck.open(store) as db:
         frame = db.report("top-ops", runs="fixed").pl()
     assert dict(zip(frame["name"], frame["calls"])) == op_calls(FIXED)
@@ -96,6 +101,15 @@ def test_cli_report_prints_the_api_rows(store):
     p = td("report", "copies-by-call-site", "--run", "buggy", "--limit", "2", "--store", store, "-f", "json")
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout) == json.loads(json.dumps(expected, default=str))
+    # independent of both: the whole-cache casts (fp8 -> bf16) of the buggy sample, by plain json
+    casts = [e for e in load_json(BUGGY)["traceEvents"]
+             if e.get("name") == "aten::to" and e["args"]["Input Dims"][0] == [16384, 1, 576]]
+    top = json.loads(p.stdout)[0]
+    assert (top["op_name"], top["dims"], top["src_dtype"], top["dst_dtype"]) == ("aten::to", [16384, 1, 576],
+                                                                                 "float8_e4m3fn", "bfloat16")
+    assert top["calls"] == len(casts) == 6
+    assert top["bytes_per_call"] == 16384 * 576 * (1 + 2)  # one byte read, two written per element
+    assert top["total_dur_ns"] == sum(int(e["dur"] * 1000) for e in casts)
 
 
 def test_diff_is_a_relation_with_both_runs_calls(store):
@@ -117,6 +131,11 @@ def test_export_writes_what_the_command_line_writes(store, tmp_path):
     assert (tmp_path / "api.json").read_bytes() == (tmp_path / "cli.json").read_bytes()
     written = json.loads((tmp_path / "api.json").read_text())["traceEvents"]
     assert result.events == len(written) and result.run_id == result.run_id.lower()
+    # independent of both: the CPU ops inside ProfilerStep#3's window, by plain json
+    evs = load_json(BUGGY)["traceEvents"]
+    step = next(e for e in evs if e.get("name") == "ProfilerStep#3")
+    in_step = Counter(e["name"] for e in evs if e.get("cat") == "cpu_op" and step["ts"] <= e["ts"] < step["ts"] + step["dur"])
+    assert Counter(e["name"] for e in written if e.get("cat") == "cpu_op") == in_step and in_step
     assert f"{len(written):,} events from run {result.run_id[:12]}, step 3" in p.stderr
 
 

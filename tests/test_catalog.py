@@ -6,31 +6,37 @@ import duckdb
 import pytest
 
 import traceduck
-from traceduck.catalog import documented_relations, view_files
+from traceduck import session
+from traceduck.catalog import Relation, documented_relations, tables, view_files
 
-from conftest import SAMPLES
+from conftest import SAMPLES, write_trace
 
 
 @pytest.fixture(scope="module")
-def db(tmp_path_factory):
-    store = tmp_path_factory.mktemp("catalog") / "store"
-    traceduck.ingest(SAMPLES / "buggy.json.gz", store=store)
-    with traceduck.open(store) as database:
+def db(samples_template):
+    with traceduck.open(samples_template) as database:  # read only
         yield database
+
+
+def undescribed(rels: dict[str, Relation]) -> list[str]:
+    """The relations without a description (a sentence, at least 20 characters)."""
+    return [name for name, rel in rels.items() if len(rel.doc) < 20]
+
+
+def undocumented_columns(rels: dict[str, Relation]) -> list[str]:
+    """`relation.column` for each column without a description."""
+    return [f"{name}.{c.name}" for name, rel in rels.items() for c in rel.columns if len(c.doc) < 5]
 
 
 def test_every_relation_has_a_description():
     rels = documented_relations()
     assert {"runs", "events", "args", "shapes", "stacks", "cpu_ops", "launches", "gpu_kernels", "gpu_memcpys",
             "gpu_memsets", "steps", "tensor_copies", "dtypes", "call_sites"} <= set(rels)
-    missing = [name for name, rel in rels.items() if len(rel.doc) < 20]
-    assert missing == []
+    assert undescribed(rels) == []
 
 
 def test_every_column_is_documented():
-    undocumented = [f"{name}.{c.name}" for name, rel in documented_relations().items()
-                    for c in rel.columns if len(c.doc) < 5]
-    assert undocumented == []
+    assert undocumented_columns(documented_relations()) == []
 
 
 def test_declared_columns_match_what_duckdb_returns(db):
@@ -52,52 +58,85 @@ def test_docs_reach_the_duckdb_catalog(db):
 
 
 def test_view_files_load_in_a_fresh_connection():
+    """Each view file runs, in load order, over nothing but the store's tables (empty) and the files
+    before it, and creates exactly the relations it documents, each of which can be queried."""
     con = duckdb.connect()
-    assert len(view_files()) >= 5
-    for f in view_files():
+    con.execute(session.macros_sql())
+    for rel in tables().values():
+        con.execute(rel.body)
+    files = view_files()
+    assert len(files) >= 5
+
+    def relations() -> set[str]:
+        return {n for (n,) in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal UNION ALL "
+                                          "SELECT table_name FROM duckdb_tables()").fetchall()}
+
+    for f in files:
         assert f.relations, f"{f.path.name} documents no view"
+        before = relations()
+        con.execute(f.text)
+        assert relations() - before == {r.name for r in f.relations}, f.path.name
+        for rel in f.relations:
+            con.execute(f"SELECT * FROM {rel.name} LIMIT 0")
     con.close()
 
 
 def test_a_missing_column_doc_is_caught():
+    """The checks above on SQL with a doc missing: a view column, a table column, a description."""
     from traceduck.catalog import parse_sql_file
 
-    rel = parse_sql_file("-- A view.\n-- @column a INTEGER\nCREATE VIEW v AS SELECT 1 AS a;\n").relations[0]
-    assert rel.columns[0].doc == ""  # the check above would list it
+    view = parse_sql_file("-- A view of one column, with a description.\n-- @column a INTEGER\n"
+                          "-- @column b INTEGER the second column\nCREATE VIEW v AS SELECT 1 AS a, 2 AS b;\n").relations
+    table = parse_sql_file("-- A table without a description\nCREATE TABLE t (\n  -- the first column\n  a INTEGER,\n"
+                           "  b VARCHAR\n);\n").relations
+    rels = {r.name: r for r in view + table}
+    assert undocumented_columns(rels) == ["v.a", "t.b"]
+    assert undescribed({"t": rels["t"], "short": Relation("short", "Too short.", "view")}) == ["short"]
+    # a real view file with the doc of its first declared column taken out
+    text = next(f.path.read_text() for f in view_files() if f.path.name.endswith("cpu.sql"))
+    line = next(ln for ln in text.splitlines() if ln.startswith("-- @column"))  # cpu_ops' first column
+    assert undocumented_columns({r.name: r for r in parse_sql_file(text).relations}) == []
+    dropped = parse_sql_file(text.replace(line, " ".join(line.split()[:4]), 1)).relations
+    assert undocumented_columns({r.name: r for r in dropped}) == [f"cpu_ops.{line.split()[2]}"]
 
 
-def test_catalog_file_opens_in_a_fresh_duckdb_connection(tmp_path):
+def test_catalog_file_opens_in_a_fresh_duckdb_connection(samples_store, tmp_path, capsys):
+    """`traceduck catalog` writes STORE/catalog.duckdb in DuckDB 1.0's storage format: any DuckDB
+    client reads the views from it, including over runs ingested after it was written."""
     import gzip
     import json
+    import struct
 
-    from traceduck.catalog_file import write_catalog
-    from traceduck.store import Store
+    from traceduck.cli import main
 
-    store = tmp_path / "store"
-    traceduck.ingest(SAMPLES / "buggy.json.gz", store=store)
-    path = write_catalog(Store(store))
-    expected = sum(1 for e in json.loads(gzip.decompress((SAMPLES / "buggy.json.gz").read_bytes()))["traceEvents"]
+    path = samples_store / "catalog.duckdb"
+    with pytest.raises(SystemExit) as done:
+        main(["catalog", "--store", str(samples_store)])
+    assert done.value.code == 0
+    assert capsys.readouterr() == (f"{path} (open it with any DuckDB client, e.g. `duckdb {path}`)\n", "")
+    # A DuckDB CLI refuses a file in a newer storage format than its own; `pip install duckdb-cli` can lag the
+    # Python package, so the catalog is written in DuckDB 1.0's format (storage version number 64).
+    header = path.read_bytes()[:20]
+    assert header[8:12] == b"DUCK" and struct.unpack("<Q", header[12:20]) == (64,)
+    expected = sum(1 for sample in ("buggy", "fixed")
+                   for e in json.loads(gzip.decompress((SAMPLES / f"{sample}.json.gz").read_bytes()))["traceEvents"]
                    if e.get("cat") == "cpu_op")
     con = duckdb.connect(str(path), read_only=True)
     assert con.execute("SELECT count(*) FROM cpu_ops").fetchall()[0][0] == expected
     assert con.execute("SELECT comment FROM duckdb_views() WHERE view_name = 'tensor_copies'").fetchall()[0][0]
     con.close()
-    traceduck.ingest(SAMPLES / "fixed.json.gz", store=store)  # views read by glob: new runs show up
+    # views read by glob: new runs show up
+    traceduck.ingest(write_trace(tmp_path / "new.json", [{"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1,
+                                                          "tid": 1, "ts": 1, "dur": 2}]), store=samples_store)
     con = duckdb.connect(str(path), read_only=True)
-    assert con.execute("SELECT count(*) FROM runs").fetchall()[0][0] == 2
+    assert con.execute("SELECT count(*) FROM runs").fetchall()[0][0] == 3
+    assert con.execute("SELECT count(*) FROM cpu_ops").fetchall()[0][0] == expected + 1
     con.close()
-
-
-def test_catalog_file_uses_duckdb_1_0_storage(tmp_path):
-    """A DuckDB CLI refuses a file in a newer storage format than its own; `pip install duckdb-cli` can lag the
-    Python package, so the catalog is written in DuckDB 1.0's format (storage version number 64)."""
-    import struct
-
-    from traceduck.catalog_file import write_catalog
-    from traceduck.store import Store
-
-    store = tmp_path / "store"
-    traceduck.ingest(SAMPLES / "buggy.json.gz", store=store)
-    header = write_catalog(Store(store)).read_bytes()[:20]
-    assert header[8:12] == b"DUCK"
-    assert struct.unpack("<Q", header[12:20]) == (64,)
+    # a store without runs: nothing for the views to read
+    empty = tmp_path / "empty"
+    (empty / "runs").mkdir(parents=True)
+    with pytest.raises(SystemExit) as exit_code:
+        main(["catalog", "--store", str(empty)])
+    assert exit_code.value.code == 1
+    assert capsys.readouterr() == ("", f"Error: no runs in {empty}. Ingest a trace first: the catalog's views need "
+                                      "Parquet files to read.\n")

@@ -7,13 +7,15 @@ import gzip
 import io
 import json
 import os
+import re
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from conftest import SAMPLES
+from conftest import ROOT, SAMPLES
 
 BUGGY = SAMPLES / "buggy.json.gz"
 FIXED = SAMPLES / "fixed.json.gz"
@@ -152,11 +154,19 @@ def test_query_and_selection_errors(store):
     assert s.stderr == "Error: --label 'novalue' is not KEY=VALUE. Write labels like --label job=run42.\n"
 
 
+# every command, in the order `--help` lists them, written out by hand (as in the README's table)
+COMMANDS = ["ingest", "runs", "label", "rename", "rm", "compact", "sql", "schema", "reports", "report", "diff",
+            "catalog", "shell", "export"]
+
+
 def test_help_lists_every_command():
-    p = td("--help")
-    assert p.returncode == 0
-    for cmd in ("ingest", "runs", "sql", "export"):
-        assert cmd in p.stdout
+    p = td("--help", env={"COLUMNS": "100"})
+    assert p.returncode == 0 and p.stderr == ""
+    section = p.stdout.split("\nCommands:\n", 1)[1]
+    listed = [line.split()[0] for line in section.splitlines() if line.startswith("  ") and line.strip()]
+    assert listed == COMMANDS
+    # each with its one-line description, not a bare name
+    assert all(len(line.split(None, 1)) == 2 for line in section.splitlines() if line.strip())
 
 
 @pytest.mark.slow  # 3 s
@@ -207,3 +217,149 @@ def test_runs_written_in_another_layout_are_refused(store):
     assert td("ingest", BUGGY, FIXED, "--store", store, "--force", "-q").returncode == 0
     r = td("sql", "SELECT DISTINCT dtype FROM shapes WHERE dims = [16384, 1, 576] ORDER BY 1", "--store", store, "-f", "csv")
     assert r.returncode == 0 and r.stdout.split() == ["dtype", "bfloat16", "float8_e4m3fn"]
+
+
+# --- every command in this process, on a copy of a store of the samples (fast) ----------------------
+
+
+def cli(capsys, *args) -> tuple[int, str, str]:
+    """(exit code, stdout, stderr) of `traceduck ARGS...`, run in this process."""
+    from traceduck.cli import main
+
+    capsys.readouterr()
+    try:
+        main([str(a) for a in args])
+        code = 0
+    except SystemExit as e:
+        code = e.code or 0
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def run_id_of(path: Path) -> str:
+    """A run's id as the README defines it: the 128-bit xxh3 hash of the file's bytes."""
+    import xxhash
+
+    return xxhash.xxh3_128(path.read_bytes()).hexdigest()
+
+
+def cpu_op_calls(path: Path) -> Counter:
+    """Calls per CPU op name, by plain json."""
+    return Counter(e["name"] for e in json.loads(gzip.decompress(path.read_bytes()))["traceEvents"]
+                   if e.get("cat") == "cpu_op" and e.get("ph") == "X")
+
+
+def test_ingest_prints_one_line_and_skips_the_same_bytes(tmp_path, capsys):
+    store = tmp_path / "store"
+    code, out, err = cli(capsys, "ingest", BUGGY, "--store", store, "--name", "first", "--label", "job=a", "-j", "1")
+    assert (code, err) == (0, "")
+    assert re.fullmatch(rf"{sample_events(BUGGY):,} events -> {run_id_of(BUGGY)[:12]} 'first' in \d+\.\d s, "
+                        rf"store \d[\d.]* [KM]B \({re.escape(str(store))}\)\n", out), out
+    code, out, err = cli(capsys, "ingest", BUGGY, "--store", store)
+    assert code == 0 and out.startswith("0 events -> no new runs in ")
+    assert err == f"buggy.json.gz: already in the store as run {run_id_of(BUGGY)[:12]} (use --force to replace it)\n"
+
+
+def test_runs_lists_each_run_with_its_event_count(samples_store, capsys):
+    code, out, err = cli(capsys, "runs", "--store", samples_store, "-f", "json")
+    assert (code, err) == (0, "")
+    rows = {r["name"]: r for r in json.loads(out)}
+    assert {n: (r["run_id"], r["event_count"], r["labels"], r["salvaged"]) for n, r in rows.items()} == {
+        "buggy": (run_id_of(BUGGY), sample_events(BUGGY), {}, False),
+        "fixed": (run_id_of(FIXED), sample_events(FIXED), {}, False)}
+    code, out, _ = cli(capsys, "runs", "--store", samples_store, "-f", "csv")
+    assert out.splitlines()[0] == "run_id,name,labels,event_count,rank,duration_ms,ingested_at,source_path,salvaged,warnings"
+    assert len(out.splitlines()) == 3
+
+
+def test_sql_answers_in_every_format(samples_store, capsys):
+    query = "SELECT name, count(*) AS calls FROM cpu_ops WHERE name LIKE 'aten::copy_' GROUP BY ALL"
+    expected = cpu_op_calls(BUGGY)["aten::copy_"] + cpu_op_calls(FIXED)["aten::copy_"]
+    assert cli(capsys, "sql", query, "--store", samples_store, "-f", "csv")[1] == f"name,calls\naten::copy_,{expected}\n"
+    assert cli(capsys, "sql", query, "--store", samples_store, "-f", "json")[1] == \
+        f'[\n  {{"name":"aten::copy_","calls":{expected}}}\n]\n'
+    assert cli(capsys, "sql", query, "--store", samples_store, "-f", "markdown")[1] == \
+        f"| name | calls |\n| --- | ---: |\n| aten::copy_ | {expected} |\n"  # numbers right-aligned
+    code, out, err = cli(capsys, "sql", "SELECT nope FROM events", "--store", samples_store)
+    assert (code, out) == (1, "") and err.startswith('Error: Binder Error: Referenced column "nope" not found')
+
+
+def test_schema_lists_every_table_and_view_and_their_columns(samples_store, capsys):
+    sql = ROOT / "sql"
+    texts = [(sql / "tables.sql").read_text(), *(p.read_text() for p in sorted((sql / "views").glob("*.sql")))]
+    created = {m.group(1) for t in texts
+               for m in re.finditer(r"^CREATE (?:OR REPLACE )?(?:TABLE|VIEW) (?:IF NOT EXISTS )?(\w+)", t, re.M)}
+    code, out, err = cli(capsys, "schema", "--store", samples_store, "-f", "csv")
+    listed = list(csv.reader(io.StringIO(out)))
+    assert (code, err, listed[0]) == (0, "", ["name", "kind", "description"])
+    assert {row[0] for row in listed[1:]} == created and all(len(row[2]) > 20 for row in listed[1:])
+    # a view's columns: as declared above it in its file
+    text = (sql / "views" / "30_cpu.sql").read_text()
+    block = text[:text.index("CREATE OR REPLACE VIEW cpu_ops")].rsplit("\n\n", 1)[-1]
+    declared = re.findall(r"^-- @column (\w+) (\S+) (.+)$", block, re.M)
+    code, out, _ = cli(capsys, "schema", "cpu_ops", "--store", samples_store, "-f", "csv")
+    assert [tuple(r) for r in csv.reader(io.StringIO(out))][1:] == declared
+    assert cli(capsys, "schema", "nope", "--store", samples_store)[0] == 1
+
+
+def test_reports_lists_every_report_file(capsys):
+    files = sorted((ROOT / "sql" / "reports").glob("*.sql"))
+    titles = {p.stem: re.search(r"^-- title: (.+)$", p.read_text(), re.M).group(1) for p in files}
+    code, out, err = cli(capsys, "reports", "-f", "csv")
+    rows = list(csv.reader(io.StringIO(out)))
+    assert (code, err, rows[0]) == (0, "", ["report", "title", "description"])
+    assert {r[0]: r[1] for r in rows[1:]} == titles and len(titles) == 18
+
+
+def test_report_counts_the_calls_of_the_trace(samples_store, capsys):
+    code, out, err = cli(capsys, "report", "top-ops", "--run", "buggy", "--store", samples_store, "-f", "json")
+    assert (code, err) == (0, "")
+    rows = json.loads(out)
+    assert {r["name"]: r["calls"] for r in rows} == cpu_op_calls(BUGGY)  # one run: no run columns
+    assert "run_id" not in rows[0]
+    code, out, _ = cli(capsys, "report", "top-ops", "--store", samples_store, "-f", "csv", "--limit", "2")
+    assert [r[1] for r in csv.reader(io.StringIO(out))][1:] == ["buggy", "buggy", "fixed", "fixed"]  # per run
+    code, out, _ = cli(capsys, "report", "top-ops", "--help")
+    assert out.startswith("traceduck report top-ops: ") and "  group_by (VARCHAR, default 'name'): one of " in out
+    code, _, err = cli(capsys, "report", "top-ops", "--param", "nope=1", "--store", samples_store)
+    assert code == 1 and err.startswith("Error: ") and "nope" in err
+
+
+def test_diff_compares_the_calls_of_two_runs(samples_store, capsys):
+    code, out, err = cli(capsys, "diff", "buggy", "fixed", "--store", samples_store, "-f", "csv")
+    assert code == 0 and re.fullmatch(r"A: buggy [\d.]+ ms/step \(3 steps\); B: fixed [\d.]+ ms/step \(3 steps\)\n", err)
+    # (the header goes to stderr: stdout stays csv)
+    rows = list(csv.DictReader(io.StringIO(out)))
+    a, b = cpu_op_calls(BUGGY), cpu_op_calls(FIXED)
+    assert {r["key"]: (int(r["a_calls"] or 0), int(r["b_calls"] or 0)) for r in rows} == {k: (a[k], b[k]) for k in a | b}
+    copy = next(r for r in rows if r["key"] == "aten::copy_")
+    assert copy["status"] == "faster"
+
+
+def test_label_rename_and_rm(samples_store, capsys, monkeypatch):
+    from traceduck import packs, store as store_module
+
+    monkeypatch.setattr(store_module, "REMOVE_GRACE_S", 0)  # no query to wait for
+    monkeypatch.setattr(packs, "REMOVE_GRACE_S", 0)
+    short = run_id_of(BUGGY)[:12]
+    assert cli(capsys, "label", "buggy", "job=a", "kind=cpu", "--store", samples_store) == \
+        (0, f"{short} 'buggy': job=a, kind=cpu\n", "")
+    assert cli(capsys, "label", "label:job=a", "--remove", "kind", "--store", samples_store)[1] == f"{short} 'buggy': job=a\n"
+    assert cli(capsys, "rename", "buggy", "first", "--store", samples_store) == (0, f"{short}: 'buggy' -> 'first'\n", "")
+    runs = json.loads(cli(capsys, "runs", "--store", samples_store, "-f", "json")[1])
+    assert sorted((r["name"], r["labels"]) for r in runs) == [("first", {"job": "a"}), ("fixed", {})]
+    assert cli(capsys, "rm", "first", "--store", samples_store) == (0, f"removed {short} 'first'\n", "")
+    assert cli(capsys, "sql", "SELECT name, event_count FROM runs", "--store", samples_store, "-f", "csv")[1] == \
+        f"name,event_count\nfixed,{sample_events(FIXED)}\n"
+    assert cli(capsys, "rm", "first", "--store", samples_store)[2].startswith("Error: no run matches 'first'.")
+
+
+def test_export_writes_the_run_back(samples_store, tmp_path, capsys):
+    from conftest import load_json
+    from roundtrip import trace_difference
+
+    out = tmp_path / "back.json.gz"
+    code, stdout, err = cli(capsys, "export", "buggy", "-o", out, "--store", samples_store)
+    assert (code, stdout) == (0, "")
+    assert err == f"{sample_events(BUGGY):,} events from run {run_id_of(BUGGY)[:12]} -> {out}\n"
+    assert trace_difference(load_json(BUGGY), load_json(out)) is None

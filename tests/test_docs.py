@@ -157,3 +157,36 @@ def test_gen_docs_check_and_write(tmp_path: Path):
     p = run_gen_docs("--out", str(out))
     assert p.stdout == f"{out}: views.md, old.md updated\n"
     assert not (out / "old.md").exists() and "| `run_id` |" in views.read_text()
+
+
+def test_ci_runs_the_readmes_test_command():
+    readme = (ROOT / "README.md").read_text()
+    m = re.search(r"^Run the tests .*?^```sh\n(.+?)\n```$", readme, re.S | re.M)
+    assert m, "no test command in the README"
+    command = m.group(1)
+    assert "pip install '.[test-all]'" in command and command.endswith("-m pytest")
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert command in ci and "export CI=true" in ci
+
+
+def test_test_all_installs_what_every_test_imports():
+    """Tests import Spark, the notebook stack, pandas and polars through conftest.require (they skip
+    without them, but fail under CI=true): the `test-all` extra CI installs has each; `test` none
+    of the heavy ones."""
+    import tomllib
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+
+    def packages(extra: str) -> set[str]:
+        out = set()
+        for req in extras[extra]:
+            name = re.match(r"[\w.-]+", req).group(0)
+            inner = re.fullmatch(r"traceduck\[(.+)\]", req)
+            out |= set().union(*(packages(e) for e in inner.group(1).split(","))) if inner else {name.lower()}
+        return out
+
+    code = "\n".join(p.read_text() for p in (ROOT / "tests").glob("*.py"))
+    required = set(re.findall(r"""\brequire\(["'](\w+)["']""", code)) | {"pyspark"}  # pyspark: test_spark's session
+    assert {"nbformat", "nbclient", "pandas", "polars"} <= required
+    assert required <= packages("test-all")
+    assert not packages("test") & {"pyspark", "pandas", "polars", "matplotlib", "nbclient", "ipykernel"}

@@ -12,7 +12,7 @@ import pytest
 
 import traceduck
 
-from conftest import interval_union, load_json, run_report, shared_dir, trace_events, union_length, write_trace
+from conftest import SAMPLES, interval_union, load_json, run_report, shared_dir, trace_events, union_length, write_trace
 from test_nesting import _overlap_pairs
 
 PUBLIC = "public/AMD-AGI__TraceLens/tests/traces"
@@ -74,6 +74,78 @@ def _gpu_work(rel):
             if e["cat"] == "kernel":
                 d["communication" if "nccl" in e["name"].lower() else "compute"].append(iv)
     return per_device
+
+
+# --- on a trace made by hand, its numbers worked out here (fast) ------------------------------------
+
+
+def X(name, ts, dur, cat="cpu_op", pid=1, tid=1, **args) -> dict:
+    e = {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur}
+    return {**e, "args": args} if args else e
+
+
+# One step of 1000 us: aten::mm (600 us) and aten::add (50 us), nothing nested in them; then 10
+# launches of 20 us each (700, 720, ... us) of kernels of 5 us that start 20 us after their launch,
+# and one NCCL kernel of 40 us at 730 us on another stream of the same GPU.
+HAND_GPU = [X("ProfilerStep#1", 0, 1000, "user_annotation"), X("aten::mm", 10, 600), X("aten::add", 620, 50)]
+for _i in range(10):
+    HAND_GPU.append(X("cudaLaunchKernel", 700 + 20 * _i, 20, "cuda_runtime", tid=2, correlation=100 + _i))
+    HAND_GPU.append(X(f"gemm_{_i % 2}", 720 + 20 * _i, 5, "kernel", pid=0, tid=7, device=0, stream=7, correlation=100 + _i))
+HAND_GPU.append(X("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 730, 40, "kernel", pid=0, tid=8, device=0, stream=8))
+
+
+def test_findings_of_a_trace_made_by_hand(samples_store, tmp_path):
+    traceduck.ingest(write_trace(tmp_path / "hand.json", HAND_GPU), store=samples_store, jobs=1)
+    rows, everything = findings(samples_store, "hand")
+    # CPU self time: 600 + 50 us, aten::mm has 600 / 650 = 92.3% of it
+    f = one(rows, "dominant op")
+    assert (f["value"], f["unit"], f["pct"], f["time_ns"]) == (92.3, "%", 92.3, 600_000)
+    assert f["detail"] == "aten::mm is 92% of CPU self time (0.600 ms)"
+    # every kernel ran 15 us shorter than its launch: the one step is launch-bound, 10 x 15 us at stake
+    f = one(rows, "launch-bound steps")
+    assert (f["value"], f["unit"], f["time_ns"]) == (1, "steps", 150_000)
+    assert f["detail"].startswith("1 of 1 profiler steps are launch-bound: in them 10 of 10 kernels ran shorter")
+    # the GPU's window is 720 to 905 us (185 us); busy: 10 x 5 us of gemm and the 40 us of NCCL, of which
+    # 10 us run beside two gemm kernels (740-745, 760-765): 80 us, so idle 105 us = 56.8%
+    f = one(rows, "GPU idle")
+    assert (f["value"], f["time_ns"]) == (56.8, 105_000)
+    assert f["detail"].startswith("gpu:0 was idle 56.8% of its own window (first to last GPU event, 0.185 ms): 0.105 ms ")
+    # communication: 40 of the 80 us busy, 30 us of it with no compute beside it
+    f = one(rows, "GPU communication")
+    assert (f["value"], f["pct"], f["time_ns"]) == (50.0, 50.0, 30_000)
+    assert "(0.040 ms), 0.030 ms of it not overlapped by compute (75.0% of communication exposed" in f["detail"]
+    # ranked by the time at stake
+    assert [r["item"] for r in rows] == ["dominant op", "launch-bound steps", "GPU idle", "GPU communication"]
+    assert [r["rank"] for r in rows] == [1, 2, 3, 4]
+    assert [(r["item"], r["time_ns"]) for r in everything if r["section"] == "top kernel"] == [
+        ("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 40_000), ("gemm_0", 25_000), ("gemm_1", 25_000)]
+
+
+def test_whole_cache_cast_of_the_buggy_sample(samples_store):
+    """The samples' bug: the [16384, 1, 576] fp8 cache cast to bf16 whole, twice in every step."""
+    doc = load_json(SAMPLES / "buggy.json.gz")
+    casts = [e for e in doc["traceEvents"] if e.get("name") == "aten::to"
+             and e["args"]["Input Dims"][0] == [16384, 1, 576]]
+    steps = _steps(doc["traceEvents"])
+    assert len(casts) == 6 and len(steps) == 3
+    rows, _ = findings(samples_store, "buggy")
+    f = one(rows, "largest copy group")
+    assert f["value"] == round(16384 * 576 * (1 + 2) * len(casts) / len(steps) / 1e6, 3)  # fp8 read, bf16 written
+    assert f["time_ns"] == sum(ns(c["dur"]) for c in casts)
+    assert "([16384, 1, 576] float8_e4m3fn -> bfloat16, 2.0 calls per step, in every step) from " \
+           "tinydecoder.py(31): _read_cache" in f["detail"]
+    rows, _ = findings(samples_store, "fixed")
+    assert not [r for r in rows if r["item"] == "largest copy group"]
+
+
+def test_overlaps_that_touch_ops_make_a_finding(samples_store, tmp_path):
+    hand = [X("ProfilerStep#1", 0, 1000, "user_annotation"), X("frame", 10, 100, "python_function"),
+            X("aten::add", 50, 100), X("annotation", 60, 200, "user_annotation")]
+    traceduck.ingest(write_trace(tmp_path / "overlap.json", hand), store=samples_store, jobs=1)
+    rows, _ = findings(samples_store, "overlap")
+    f = one(rows, "overlapping ops")
+    # aten::add (50-150) against the frame (10-110) and the annotation (60-260)
+    assert f["value"] == _overlap_pairs(hand, ops_only=True) == 2 and f["time_ns"] is None
 
 
 @pytest.mark.slow  # 4 s
@@ -175,7 +247,7 @@ def test_launch_bound_steps(store):
 
 
 @pytest.mark.slow  # 2 s
-def test_overlaps_make_a_finding_only_when_they_touch_ops(store, tmp_path):
+def test_overlaps_make_a_finding_only_when_they_touch_ops(store):
     events = trace_events(load_json(shared_dir() / TRACES["full"]))
     total, with_ops = _overlap_pairs(events), _overlap_pairs(events, ops_only=True)
     assert total > 0 and with_ops == 0  # record_function annotations against Python frames
@@ -183,17 +255,7 @@ def test_overlaps_make_a_finding_only_when_they_touch_ops(store, tmp_path):
     assert not [r for r in rows if "overlap" in r["item"]]
     warning = one([r for r in everything if r["section"] == "warning"], "overlapping events")
     assert warning["value"] == total and f", {with_ops} of them with a CPU op" in warning["detail"]
-
-    def X(name, ts, dur, cat="cpu_op"):
-        return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur}
-
-    hand = [X("ProfilerStep#1", 0, 1000, "user_annotation"), X("frame", 10, 100, "python_function"),
-            X("aten::add", 50, 100), X("annotation", 60, 200, "user_annotation")]
-    other = tmp_path / "store"
-    traceduck.ingest(write_trace(tmp_path / "overlap.json", hand), store=other)
-    rows, _ = findings(other, "overlap")
-    f = one(rows, "overlapping ops")
-    assert f["value"] == _overlap_pairs(hand, ops_only=True) == 2 and f["time_ns"] is None
+    # overlaps that touch ops: test_overlaps_that_touch_ops_make_a_finding
 
 
 @pytest.mark.parametrize("run", list(TRACES))

@@ -29,6 +29,8 @@ from traceduck.ingester import streaming
 from traceduck.ingester.repair import CONTROL_CHAR
 from traceduck.ingester.streaming import DEEP_VALUE, MAX_DEPTH, StreamingEvents
 
+from conftest import load_json
+from roundtrip import trace_difference
 from test_nesting import _overlap_pairs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -469,7 +471,7 @@ def test_window_exports_redact_secrets_by_default(secret_run, tmp_path):
     from traceduck.cli import app
     from typer.testing import CliRunner
 
-    store, _, doc = secret_run
+    store, path, doc = secret_run
     original = {k: v for k, v in doc.items() if k != "traceEvents"}
     step = tmp_path / "step.json"
     done = CliRunner().invoke(app, ["export", "secret", "-o", str(step), "--step", "1", "--store", str(store)])
@@ -478,7 +480,7 @@ def test_window_exports_redact_secrets_by_default(secret_run, tmp_path):
     assert done.stderr.endswith("Redacted 8 metadata values that look like secrets (--no-redact keeps them).\n")
     assert _top_level(step) == _redacted(original)
     assert list(_top_level(step)) == list(original)  # keys keep their order
-    assert json.loads(step.read_text())["traceEvents"] == doc["traceEvents"]  # events are never touched
+    assert trace_difference(load_json(path)["traceEvents"], load_json(step)["traceEvents"]) is None  # never touched
     kept = tmp_path / "kept.json"
     done = CliRunner().invoke(app, ["export", "secret", "-o", str(kept), "--start", "0ms", "--end", "1ms",
                                     "--no-redact", "--store", str(store)])
@@ -487,11 +489,11 @@ def test_window_exports_redact_secrets_by_default(secret_run, tmp_path):
 
 
 def test_whole_run_exports_stay_exact_unless_asked(secret_run, tmp_path):
-    store, _, doc = secret_run
+    store, path, doc = secret_run
     original = {k: v for k, v in doc.items() if k != "traceEvents"}
     whole = tmp_path / "whole.json"
     assert traceduck.export("secret", whole, store=store).redacted == 0
-    assert json.loads(whole.read_text()) == doc
+    assert trace_difference(load_json(path), load_json(whole)) is None
     asked = tmp_path / "asked.json"
     assert traceduck.export("secret", asked, store=store, redact=True).redacted == 8
     assert _top_level(asked) == _redacted(original)

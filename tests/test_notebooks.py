@@ -10,9 +10,9 @@ import socket
 import sys
 from pathlib import Path
 
-import nbformat
 import pytest
-from nbclient import NotebookClient
+
+from conftest import require
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -48,6 +48,10 @@ def kernel_env(tmp_path, monkeypatch):
 @pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
 def test_notebook_runs(path, kernel_env):
+    nbformat = require("nbformat")
+    NotebookClient = require("nbclient").NotebookClient
+    for module in ("ipykernel", "matplotlib", "pandas"):  # the kernel's, and the walkthrough's
+        require(module)
     nb = nbformat.read(path, as_version=4)
     # Executed in memory from the notebook's directory; nothing is written back.
     NotebookClient(nb, timeout=CELL_TIMEOUT_S, kernel_name=kernel_env,
@@ -84,6 +88,7 @@ def test_absolute_path_pattern():
 
 
 def test_walkthrough_matches_its_generator():
+    nbformat = require("nbformat")
     spec = importlib.util.spec_from_file_location("make_notebook", ROOT / "scripts" / "make_notebook.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

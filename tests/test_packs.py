@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -54,6 +55,40 @@ def event_counts(paths: list[Path]) -> list[tuple[str, int]]:
     """events rows per run from plain json: every object in traceEvents."""
     return sorted((run_id_of(p), sum(isinstance(e, dict) for e in load_json(p, exact=False)["traceEvents"]))
                   for p in paths)
+
+
+def op_calls(path: Path) -> dict[str, int]:
+    """Calls per CPU op name, by plain json."""
+    calls: dict[str, int] = {}
+    for e in load_json(path)["traceEvents"]:
+        if e.get("cat") == "cpu_op" and e.get("ph") == "X":
+            calls[e["name"]] = calls.get(e["name"], 0) + 1
+    return calls
+
+
+def test_compact_of_the_samples(samples_store, capsys, monkeypatch):
+    """The short version of the test below: pack the samples, read them and a report's rows from the
+    pack, pack again (nothing to do), remove a packed run (its pack goes)."""
+    from traceduck import packs as packs_module, store as store_module
+
+    monkeypatch.setattr(store_module, "REMOVE_GRACE_S", 0)  # no query to wait for
+    monkeypatch.setattr(packs_module, "REMOVE_GRACE_S", 0)
+    code, out, err = cli(capsys, "compact", "--store", samples_store)
+    (pack,) = os.listdir(samples_store / "packs")
+    assert (code, err) == (0, "") and re.fullmatch(rf"packed 2 runs into {pack[:12]} \(\d+(\.\d+)? KB\) in \d+\.\d s\n", out)
+    with traceduck.open(samples_store) as db:
+        assert sources(db) == [str(samples_store / "packs" / pack)]
+        assert db.sql("SELECT getvariable('traceduck_all_summarized')").fetchall() == [(True,)]
+        assert sorted(db.sql("SELECT run_id, count(*) FROM events GROUP BY run_id").fetchall()) == \
+            event_counts([BUGGY, FIXED])
+        top_ops = db.report("top-ops", runs="buggy")  # a per-run report: the pack's rows
+        assert dict(top_ops.select("name, calls").fetchall()) == op_calls(BUGGY)
+    assert cli(capsys, "compact", "--store", samples_store)[1].startswith(f"2 runs already packed in {pack[:12]} (")
+    assert cli(capsys, "rm", "fixed", "--store", samples_store)[0] == 0
+    assert os.listdir(samples_store / "packs") == []
+    with traceduck.open(samples_store) as db:
+        assert sources(db) == [str(samples_store / "runs" / run_id_of(BUGGY))]
+        assert db.sql("SELECT run_id, count(*) FROM events GROUP BY run_id").fetchall() == event_counts([BUGGY])
 
 
 @pytest.mark.slow  # 12 s
@@ -208,7 +243,8 @@ def test_summaries_come_from_the_pack_only_where_they_apply(tmp_path):
 
 @pytest.mark.slow  # 10 s
 def test_per_run_reports_come_from_the_pack_with_their_default_parameters(tmp_path):
-    from traceduck.reports import all_reports, report_file
+    from traceduck.catalog import all_reports
+    from traceduck.reports import report_file
 
     store = tmp_path / "store"
     rank0, rank1 = hta_ranks()
@@ -227,6 +263,9 @@ def test_per_run_reports_come_from_the_pack_with_their_default_parameters(tmp_pa
             alone = [row for r in names_order for row in run_report(db, name, runs=[r], keep_run_columns=True)[1]]
             assert before[name] == alone, name
         assert sum(map(len, before.values())) > 1000
+        # independent of both: each kernel's instances and total time, by plain json
+        assert {name: (n, total) for run, _, name, n, total, *_ in before["top-kernels"]
+                if run == run_id_of(rank0)} == kernel_totals(rank0)
         wanted = db.report("top-kernels", limit=3).fetchall()
         by_step = db.report("comm-overlap", linked_only=True).fetchall()
     traceduck.compact(store=store)
@@ -286,7 +325,8 @@ def test_json_output_of_per_run_reports_is_the_packs_text(tmp_path, capsys):
     byte for byte what it wrote from the rows before, with the runs' current names."""
     import duckdb
 
-    from traceduck.reports import all_reports, report_text_file
+    from traceduck.catalog import all_reports
+    from traceduck.reports import report_text_file
 
     store = tmp_path / "store"
     rank0, _ = hta_ranks()

@@ -3,9 +3,9 @@ and chunk boundaries that land inside strings or args fall back to the streaming
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
+from collections import Counter
 
 import pytest
 
@@ -71,7 +71,7 @@ def test_awkward_text_survives_any_chunking(tmp_path, monkeypatch):
     assert calls == [1]  # a cut landed inside a string, so the streaming parser took over
     out = tmp_path / "back.json"
     export_run(Store(tmp_path / "s"), result.run_id, out)
-    assert trace_difference(json.loads(path.read_text()), json.loads(out.read_text())) is None
+    assert trace_difference(load_json(path), load_json(out)) is None
 
 
 def test_python_api_returns_duckdb_relations(tmp_path):
@@ -82,6 +82,10 @@ def test_python_api_returns_duckdb_relations(tmp_path):
     table = rel.to_arrow_table()
     assert table.column_names == ["name", "n"] and table.num_rows == 3
     assert [r[0] for r in rel.fetchall()] == table.column("name").to_pylist()
+    # independent: the counts of those names by plain json
+    counts = Counter(e.get("name") for e in trace_events(load_json(ROOT / "samples" / "buggy.json.gz")))
+    assert table.column("n").to_pylist() == [counts[n] for n in table.column("name").to_pylist()]
+    assert table.column("n").to_pylist()[0] == max(counts.values())
 
 
 @pytest.mark.slow

@@ -6,21 +6,46 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import sys
+from collections import Counter, defaultdict
 from decimal import Decimal
 
 import pytest
 
 import traceduck
 
-from conftest import shared_dir
+from conftest import load_json, shared_dir, trace_events, union_length
 
-pytestmark = pytest.mark.slow
-
+# Tests with a Spark session take minutes (`slow`); the translation of sql/ to Spark SQL needs only
+# sqlglot and runs with the fast ones.
 HTA = "public/facebookresearch__HolisticTraceAnalysis/tests/data/"
 RANKS = [HTA + "trace_filter/sampled_rank-0.json.gz", HTA + "trace_filter/sampled_rank-1.json.gz"]
 # the views the issue asks to be portable, with the column each one's rows are counted by
 REQUIRED = {"cpu_ops": "name", "gpu_kernels": "name", "launches": "name", "tensor_copies": "op_name", "steps": "step"}
+
+
+def from_json(ingested) -> dict[str, dict]:
+    """Per run id, counted with plain json from its trace: events, CPU ops, kernels and launch calls
+    per name, kernel time per name (ns), profiler steps, and the rank."""
+    _, files, results = ingested
+    out = {}
+    for f, r in zip(files, results):
+        doc = load_json(f)
+        evs = [e for e in trace_events(doc) if isinstance(e, dict)]
+        ops, kernels, kernel_ns, launches = Counter(), Counter(), Counter(), Counter()
+        for e in evs:
+            if e.get("ph") == "X" and e.get("cat") == "cpu_op":
+                ops[e["name"]] += 1
+            elif e.get("ph") == "X" and e.get("cat") == "cuda_runtime" and re.search("Launch|Memcpy|Memset", e["name"]):
+                launches[e["name"]] += 1
+            elif e.get("ph") == "X" and e.get("cat") == "kernel":
+                kernels[e["name"]] += 1
+                kernel_ns[e["name"]] += int(e["dur"] * 1000)
+        steps = sum(1 for e in evs if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#"))
+        out[r.run_id] = {"events": len(evs), "cpu_ops": ops, "gpu_kernels": kernels, "kernel_ns": kernel_ns, "launches": launches,
+                         "steps": steps, "rank": doc["distributedInfo"]["rank"]}
+    return out
 
 
 def _missing(what: str) -> None:
@@ -106,6 +131,7 @@ def assert_same_rows(got: list[tuple], want: list[tuple]) -> None:
         assert len(g) == len(w) and all(same(a, b) for a, b in zip(g, w)), (g, w)
 
 
+@pytest.mark.slow
 def test_ingest_returns_the_runs_duckdb_lists(ingested, db, spark):
     from traceduck import spark as tds
 
@@ -119,6 +145,7 @@ def test_ingest_returns_the_runs_duckdb_lists(ingested, db, spark):
     assert [r.run_id for r in again] == [r.run_id for r in results] and all(r.skipped for r in again)
 
 
+@pytest.mark.slow
 def test_register_makes_the_required_views_and_says_why_others_are_not(views):
     from traceduck.catalog import documented_relations
     from traceduck.errors import NotPortableError
@@ -131,15 +158,20 @@ def test_register_makes_the_required_views_and_says_why_others_are_not(views):
         assert isinstance(err, NotPortableError) and name in err.message and len(err.message) > len(name) + 10
 
 
-def test_base_tables_hold_the_same_rows(spark, db, views):
+@pytest.mark.slow
+def test_base_tables_hold_the_same_rows(spark, db, views, ingested):
     for table in ("runs", "events", "args", "shapes", "step_windows", "stacks"):
         got = spark.sql(f"SELECT run_id, count(*) FROM {table} GROUP BY run_id").collect()
         want = db.sql(f"SELECT run_id, count(*) FROM {table} GROUP BY run_id").fetchall()
         assert_same_rows(rows_of(got), want)
+    # independent of both engines: every event of each trace, by plain json
+    events = dict(rows_of(spark.sql("SELECT run_id, count(*) FROM events GROUP BY run_id").collect()))
+    assert events == {run: counted["events"] for run, counted in from_json(ingested).items()}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("view", sorted(REQUIRED))
-def test_required_views_agree(spark, db, views, view):
+def test_required_views_agree(spark, db, views, view, ingested):
     """Rows per run and name (or step), and their summed durations: counts, sums per run and per name at once."""
     col = REQUIRED[view]
     query = f"SELECT run_id, {col}, count(*) AS n, sum(dur_ns) AS dur FROM {view} GROUP BY run_id, {col}"
@@ -147,18 +179,33 @@ def test_required_views_agree(spark, db, views, view):
     want = [tuple(value(v) for v in r) for r in db.sql(query).fetchall()]
     assert want  # the traces have rows in every required view
     assert_same_rows(got, want)
+    # independent of both engines, by plain json: rows per name (per step: the steps) of each run
+    for run, counted in from_json(ingested).items():
+        mine = {r[1]: r[2] for r in got if r[0] == run}
+        if view == "steps":
+            assert len(mine) == counted[view] == 2
+        elif view == "tensor_copies":  # the copy ops of these traces: each call a row
+            copies = {"aten::copy_", "aten::to", "aten::_to_copy"}
+            assert {k: v for k, v in mine.items() if k in copies} == {k: counted["cpu_ops"][k] for k in copies}
+        else:
+            assert mine == dict(counted[view]), (view, run)
 
 
-def test_every_portable_view_has_duckdbs_row_count(spark, db, views):
+@pytest.mark.slow
+def test_every_portable_view_has_duckdbs_row_count(spark, db, views, ingested):
     slow = {"tensor_copies"}  # counted in test_required_views_agree
     for view in (v for v in views.views if v not in slow):
         got = spark.sql(f"SELECT count(*) FROM {view}").collect()[0][0]
         want = db.sql(f"SELECT count(*) FROM {view}").fetchall()[0][0]
         assert got == want, view
+    # independent of both engines: the kernels of both traces, by plain json
+    assert spark.sql("SELECT count(*) FROM gpu_kernels").collect()[0][0] == sum(
+        sum(c["gpu_kernels"].values()) for c in from_json(ingested).values())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["top-kernels", "ranks", "top-ops"])
-def test_reports_agree_row_for_row(spark, db, views, name):
+def test_reports_agree_row_for_row(spark, db, views, name, ingested):
     from traceduck import spark as tds
     from conftest import run_report
 
@@ -168,17 +215,34 @@ def test_reports_agree_row_for_row(spark, db, views, name):
     got = rows_of(df.collect())
     assert want
     assert_same_rows(got, [tuple(value(v) for v in r) for r in want])
+    # independent of both engines, by plain json: per run, kernels' instances and time, ops' calls, the rank
+    rows = [dict(zip(columns, r)) for r in got]
+    for run, counted in from_json(ingested).items():
+        mine = [r for r in rows if r["run_id"] == run]
+        if name == "top-kernels":
+            assert {r["name"]: (r["instances"], r["total_dur_ns"]) for r in mine} == {
+                k: (n, counted["kernel_ns"][k]) for k, n in counted["gpu_kernels"].items()}
+        elif name == "top-ops":
+            assert all(r["calls"] == counted["cpu_ops"][r["name"]] for r in mine) and mine
+        else:
+            assert [(r["rank"], r["steps"]) for r in mine if r["section"] == "rank"] == [(counted["rank"], counted["steps"])]
 
 
-def test_report_rows_come_in_duckdbs_order(spark, db, views):
+@pytest.mark.slow
+def test_report_rows_come_in_duckdbs_order(spark, db, views, ingested):
     from traceduck import spark as tds
     from conftest import run_report
 
     got = [(r["run_id"], r["name"]) for r in tds.report(spark, "top-kernels").select("run_id", "name").collect()]
     columns, want = run_report(db, "top-kernels")
     assert got == [(r[columns.index("run_id")], r[columns.index("name")]) for r in want]
+    # independent of both engines: each run's kernels by total time, longest first, by plain json
+    for run, counted in from_json(ingested).items():
+        times = [counted["kernel_ns"][name] for r, name in got if r == run]
+        assert times == sorted(counted["kernel_ns"].values(), reverse=True)
 
 
+@pytest.mark.slow
 def test_report_of_one_run_with_parameters(spark, db, views, ingested):
     from traceduck import spark as tds
     from conftest import run_report
@@ -187,7 +251,17 @@ def test_report_of_one_run_with_parameters(spark, db, views, ingested):
     df = tds.report(spark, "idle", runs=[run], params=["kernel_wait_threshold_ns=1000"])
     columns, want = run_report(db, "idle", runs=[run], params=["kernel_wait_threshold_ns=1000"])
     assert df.columns == columns and "run_id" not in columns
-    assert_same_rows(rows_of(df.collect()), [tuple(value(v) for v in r) for r in want])
+    got = rows_of(df.collect())
+    assert_same_rows(got, [tuple(value(v) for v in r) for r in want])
+    # independent of both engines: per stream, its work items, window and busy time, by plain json
+    work = defaultdict(list)
+    for e in trace_events(load_json(ingested[1][0])):
+        if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"):
+            start = int(e["ts"] * 1000)
+            work[(e["args"]["device"], e["args"]["stream"])].append((start, start + int(e["dur"] * 1000)))
+    assert {(r["device"], r["stream"]): (r["work_items"], r["window_ns"], r["busy_ns"])
+            for r in (dict(zip(columns, row)) for row in got)} == {
+        k: (len(v), max(e for _, e in v) - min(s for s, _ in v), union_length(v)) for k, v in work.items()}
 
 
 def test_macros_expand_from_the_sql_files():
@@ -196,6 +270,17 @@ def test_macros_expand_from_the_sql_files():
     assert {"step_number", "is_launch_call_name", "gpu_work", "busy_time", "gpu_time", "collective_waits"} <= set(macros())
     sql = to_spark_sql("SELECT step_number(name) AS s FROM gpu_work(['kernel']) w")
     assert "step_number" not in sql and "gpu_work(" not in sql and "ProfilerStep#" in sql
+
+
+def test_reports_translate_or_say_why_not():
+    from traceduck.errors import NotPortableError
+    from traceduck.spark import report_sql
+
+    sql = report_sql("top-ops")
+    assert ":group_by" in sql and "$" not in sql  # DuckDB's $name parameters as Spark's :name
+    for name, why in [("critical-path", "Spark SQL has no ASOF JOIN"), ("roofline", "Spark SQL has no UNION BY NAME")]:
+        with pytest.raises(NotPortableError, match=f"^report {name}: {why}"):
+            report_sql(name)
 
 
 def test_not_portable_is_narrow():
@@ -207,6 +292,7 @@ def test_not_portable_is_narrow():
         to_spark_sql("SELECT * FROM a ASOF JOIN b ON a.k = b.k AND a.t >= b.t")
 
 
+@pytest.mark.slow
 def test_ordered_lists_come_in_duckdbs_order(spark, db, views):
     """jobs builds list(x ORDER BY ...) FILTER (WHERE ...): Spark's sorted collect_list gives the same lists."""
     query = "SELECT job_id, runs, ranks, run_names FROM jobs"

@@ -1,0 +1,1 @@
+"""Attention helpers of the seed model (see ../model.py)."""
