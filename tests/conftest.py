@@ -7,10 +7,24 @@ import importlib
 import json
 import os
 import shutil
+import tempfile
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
+
+# The view file (built once per traceduck version, see viewfile.py) is shared by every test's stores,
+# in a directory of this test session rather than the user's cache (removed at the end).
+_VIEW_FILES = None
+if "TRACEDUCK_CACHE_DIR" not in os.environ:
+    _VIEW_FILES = os.environ["TRACEDUCK_CACHE_DIR"] = tempfile.mkdtemp(prefix="traceduck-test-views-")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _session_view_files():
+    yield
+    if _VIEW_FILES is not None:
+        shutil.rmtree(_VIEW_FILES, ignore_errors=True)
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_TRACES = ROOT.parent / "shared" / "traces"

@@ -139,39 +139,38 @@ def test_export_writes_what_the_command_line_writes(store, tmp_path):
     assert f"{len(written):,} events from run {result.run_id[:12]}, step 3" in p.stderr
 
 
-def test_views_are_built_once_per_store_and_reused(store, monkeypatch):
+def test_views_are_built_once_and_reused_by_every_store(store, tmp_path, monkeypatch):
+    monkeypatch.setenv(viewfile.CACHE_ENV, str(tmp_path / "views"))
     traceduck.open(store).close()
-    files = list((store / CACHE_DIR).glob(f"*/{VIEWS_FILE}"))
+    files = list((tmp_path / "views").glob(f"*/{VIEWS_FILE}"))
     assert len(files) == 1
+    assert list(store.glob(f"**/{VIEWS_FILE}")) == []  # nothing of the views in the store
     stamp = files[0].stat().st_mtime_ns
 
     def no_sql_text(*args):
         raise AssertionError("views re-created from SQL text")
 
     monkeypatch.setattr(viewfile, "define", no_sql_text)
-    with traceduck.open(store) as db:
-        assert db.sql("SELECT count(*) FROM cpu_ops WHERE run_id IN (SELECT run_id FROM runs WHERE name = 'buggy')"
-                      ).fetchall() == [(sum(op_calls(BUGGY).values()),)]
-        doc, columns = db.describe("tensor_copies")
-        assert doc.startswith("Every tensor copy or cast") and columns[0][:2] == ("run_id", "VARCHAR")
+    other = tmp_path / "other"
+    traceduck.ingest(FIXED, store=other)
+    for path, sample in ((store, BUGGY), (other, FIXED)):
+        with traceduck.open(path) as db:
+            assert db.sql("SELECT count(*) FROM cpu_ops WHERE run_id IN (SELECT run_id FROM runs WHERE name = ?)",
+                          [sample.name.removesuffix(".json.gz")]).fetchall() == [(sum(op_calls(sample).values()),)]
+            doc, columns = db.describe("tensor_copies")
+            assert doc.startswith("Every tensor copy or cast") and columns[0][:2] == ("run_id", "VARCHAR")
     assert files[0].stat().st_mtime_ns == stamp
 
 
-def test_a_store_that_cannot_be_written_builds_the_views_in_memory(store, tmp_path, monkeypatch):
-    copy = tmp_path / "copy"
-    (copy / "runs").mkdir(parents=True)
-    for run in (store / "runs").iterdir():
-        os.symlink(run, copy / "runs" / run.name)
-
-    def read_only(self, run_id):
-        raise OSError(30, "Read-only file system")
-
-    monkeypatch.setattr(Store, "new_tmp_dir", read_only)
-    with traceduck.open(copy) as db:
+def test_a_cache_directory_that_cannot_be_written_gives_a_private_view_file(store, tmp_path, monkeypatch):
+    blocked = tmp_path / "not-a-directory"
+    blocked.write_text("")
+    monkeypatch.setenv(viewfile.CACHE_ENV, str(blocked / "views"))
+    with traceduck.open(store) as db:
         private = db.engine._private
         assert private is not None and (private / VIEWS_FILE).is_file()  # a view file of its own
         assert dict(db.report("top-ops", runs="fixed").select("name, calls").fetchall()) == op_calls(FIXED)
-    assert not (copy / CACHE_DIR).exists() and not private.exists()
+    assert not private.exists()
 
 
 def test_rule_tables_belong_to_each_session(store):

@@ -121,7 +121,7 @@ class Summary:
             for c in combos)
 
     def sql(self) -> str:
-        """The statements generated: NAME_packed(), with no rows here (a store's view file makes it
+        """The statements generated: NAME_packed(), with no rows here (the view file makes it
         read the packs, see viewfile.py), and NAME: the packed runs' rows, then the others'
         computed by NAME_of (all of it planned away when every run read is summarized)."""
         first = tuple(values[0] for values in self.settings.values())

@@ -1,6 +1,6 @@
 """The engine: one DuckDB connection with the store's views bound, over every run or only some.
 
-The connection attaches the store's view file (viewfile.py) read-only; the view file's tables read
+The connection attaches the view file (viewfile.py) read-only; the view file's tables read
 the Parquet files of the directories given to each connection in session variables (session.py):
 the packs that hold only runs it reads, then the other runs' own directories (packs.py). The runs
 are listed again before every query, so every table of one query sees the same runs, even while
@@ -30,7 +30,8 @@ from .results import Stream, query_error, stream
 from .runs_table import LOST_FILE_RETRIES, RunsRows, stamps_key
 from .sqltext import first_line, literal
 from .store import LAYOUT_VERSION, Store, short_id
-from .viewfile import ALIAS, EMPTY_DIR, SEED, VIEWS_FILE, comments, private_view_file, store_view_file, summaries_key
+from .viewfile import (ALIAS, EMPTY_DIR, SEED, VIEWS_FILE, comments, private_view_file, store_cache_dir, summaries_key,
+                       view_file)
 
 T = TypeVar("T")
 _READ_ONLY = f'on database "{ALIAS}" which is attached in read-only mode'
@@ -57,8 +58,8 @@ class Engine:
         self.con = duckdb.connect()
         if threads:
             self.con.execute(f"SET threads = {int(threads)}")
-        self._dir = self._attach(store_view_file(store) if store.runs_dir.is_dir() else None)
-        self._rows = RunsRows(self.con, store, self._dir)
+        self._dir = self._attach(view_file())
+        self._rows = RunsRows(self.con, store, store_cache_dir(store))
         self._refresh(again=True)
 
     def _attach(self, directory: Path | None) -> Path:

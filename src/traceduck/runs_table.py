@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import time
 from pathlib import Path
 
@@ -37,7 +38,7 @@ class RunsRows:
     def __init__(self, con: duckdb.DuckDBPyConnection, store: Store, snapshot_dir: Path) -> None:
         self.con = con
         self.store = store
-        self.snapshot_dir = snapshot_dir  # where a copy of every run's row is kept (see _read_snapshot)
+        self.snapshot_dir = snapshot_dir  # the store's directory of copies of every run's row (see _read_snapshot)
         self.stamps: dict[str, Stamp] = {}  # run -> identity of the runs.parquet its row came from
         self._loaded = False
 
@@ -124,6 +125,7 @@ class RunsRows:
         of it or none), and remove snapshots unused for SNAPSHOT_KEEP_S. Best effort: a store this
         process cannot write still reads the runs' own files."""
         try:
+            self.snapshot_dir.mkdir(parents=True, exist_ok=True)
             tmp = self.store.new_tmp_dir("runs-snapshot")
             try:
                 part = tmp / snapshot.name
@@ -135,6 +137,9 @@ class RunsRows:
             for old in self.snapshot_dir.glob("runs-*.parquet"):
                 if old != snapshot and now - old.stat().st_mtime > SNAPSHOT_KEEP_S:
                     old.unlink(missing_ok=True)
+            for other in self.snapshot_dir.parent.iterdir():  # what other versions of traceduck kept
+                if other != self.snapshot_dir:
+                    shutil.rmtree(other, ignore_errors=True)
         except (OSError, StoreError, duckdb.Error):
             pass
 

@@ -1,6 +1,6 @@
 """What a connection tells the store's views: which files to read, and which runs' summaries the packs hold.
 
-The views of the store's view file read their tables' Parquet files from directories given to each
+The views of the view file read their tables' Parquet files from directories given to each
 connection in DuckDB session variables, so that one view file serves every set of runs (see
 viewfile.py and engine.py). Each variable is declared here once, with the macro the SQL reads it
 through: no SQL file and no other module names a variable (`getvariable` appears only here; a test

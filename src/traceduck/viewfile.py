@@ -1,11 +1,14 @@
-"""The views of sql/ defined in a DuckDB database: the store's view file, and the catalog file.
+"""The views of sql/ defined in a DuckDB database: the view file every store attaches, and the catalog file.
 
-The views and macros of sql/ are built once per store (and traceduck, DuckDB and sql/ version) into
-a DuckDB file under STORE/cache/<key>/, which every later connection attaches read-only (see
-engine.py): opening a store costs an ATTACH, not re-creating every view from its SQL text. The
-file's tables read the Parquet files of the directories named in each connection's session
-variables (session.py), so each query reads the runs listed when it starts. A store this process
-cannot write gets a private file, removed when its connection closes.
+The views and macros of sql/ are built once per traceduck, DuckDB and sql/ version (the key) into a
+DuckDB file in the user's cache directory (shared_dir: $TRACEDUCK_CACHE_DIR, else
+$XDG_CACHE_HOME/traceduck, else ~/.cache/traceduck), which every later connection to any store
+attaches read-only (see engine.py): opening a store costs an ATTACH, not re-creating every view
+from its SQL text. Nothing in the file belongs to a store: its tables read the Parquet files of the
+directories named in each connection's session variables (session.py), so each query reads the
+runs listed when it starts. Where that directory cannot be written, a connection builds a private
+file, removed when it closes. A store keeps only its own derived data under STORE/cache/<key>/
+(runs_table.py's snapshots).
 
 `define` is the one way the SQL is loaded, into the view file or into `traceduck catalog`'s file
 (whose tables read every run by glob).
@@ -26,11 +29,11 @@ import duckdb
 from . import reference, session
 from ._version import __version__
 from .catalog import Relation, reference_tables, sql_dir, summaries, tables, view_files
-from .errors import StoreError
 from .sqltext import literal
 from .store import LAYOUT_VERSION, Store
 
-CACHE_DIR = "cache"  # STORE/cache/<key>/: the view file and an empty Parquet file per table and summary
+CACHE_DIR = "cache"  # STORE/cache/<key>/: a store's own derived data (runs_table.py)
+CACHE_ENV = "TRACEDUCK_CACHE_DIR"  # where the view files are kept [default: the user's cache directory]
 VIEWS_FILE = "views.duckdb"
 EMPTY_DIR = "empty"
 ALIAS = "traceduck"  # the view file's name in a connection's catalog
@@ -94,16 +97,41 @@ def summaries_key() -> str:
     return h.hexdigest()[:16]
 
 
-def store_view_file(store: Store) -> Path | None:
-    """STORE/cache/<key>/, written on first use; None where it cannot be: a store this process
-    cannot write (see private_view_file)."""
-    target = store.path / CACHE_DIR / cache_key()
+def shared_dir() -> Path:
+    """The directory of the view files: $TRACEDUCK_CACHE_DIR, else $XDG_CACHE_HOME/traceduck, else
+    ~/.cache/traceduck."""
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "traceduck"
+
+
+def store_cache_dir(store: Store) -> Path:
+    """STORE/cache/<key>/: the store's own derived data for this version (made when first written)."""
+    return store.path / CACHE_DIR / cache_key()
+
+
+def view_file() -> Path | None:
+    """The directory of this version's view file (shared_dir()/<key>/), built on first use; None
+    where it cannot be written (see private_view_file)."""
+    target = shared_dir() / cache_key()
     if (target / VIEWS_FILE).is_file():
         return target
     try:
-        return _publish(store, target)
-    except (OSError, StoreError, duckdb.Error):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{cache_key()}.", dir=target.parent))
+    except OSError:
         return None
+    try:
+        _build(tmp)
+        os.rename(tmp, target)  # one rename: readers never see half of one
+    except OSError:
+        if not (target / VIEWS_FILE).is_file():
+            return None
+    except duckdb.Error:
+        return None
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)  # gone when renamed; what is left of a failed build
+    return target
 
 
 def private_view_file() -> Path:
@@ -117,31 +145,11 @@ def private_view_file() -> Path:
     return directory
 
 
-def _publish(store: Store, target: Path) -> Path:
-    """Build the view file under tmp/ and publish it with one rename: readers never see half of one."""
-    tmp = store.new_tmp_dir(CACHE_DIR)
-    try:
-        _build(tmp)
-        target.parent.mkdir(exist_ok=True)
-        try:
-            os.rename(tmp, target)
-        except OSError:
-            if not (target / VIEWS_FILE).is_file():
-                raise
-            return target  # another process published the same file first
-        for old in target.parent.iterdir():  # files of other versions
-            if old != target:
-                shutil.rmtree(old, ignore_errors=True)
-        return target
-    finally:
-        store.discard(tmp)
-
-
 def _build(directory: Path) -> None:
     """Write DIRECTORY/views.duckdb and DIRECTORY/empty/ (an empty Parquet file per table and summary,
     which the views read when a connection reads no runs: read_parquet needs a file)."""
     empty = directory / EMPTY_DIR
-    empty.mkdir()
+    empty.mkdir(exist_ok=True)
     con = duckdb.connect(str(directory / VIEWS_FILE))
     try:
         for rel in tables().values():  # the empty files: each table's columns, no rows
