@@ -2,7 +2,8 @@
 -- aten::copy_(self, src) lists the destination first; aten::index_copy_(self, dim, index, source)
 -- has its source fourth; the others copy their first input. aten::to, aten::type_as and
 -- aten::contiguous return their input unchanged when it already has the dtype, device and layout
--- asked for, so they are not copies by themselves: only when a copy op runs inside them.
+-- asked for, so they are not copies by themselves: only when a copy op runs inside them. The rows
+-- come from sql/reference/copy_ops.csv.
 CREATE TABLE IF NOT EXISTS copy_ops (
   -- Op name, e.g. aten::copy_.
   name VARCHAR,

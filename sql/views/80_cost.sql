@@ -74,7 +74,7 @@ CREATE OR REPLACE MACRO dtype_kind_rank(dtype) AS CASE WHEN dtype = 'bool' THEN 
 -- Which formula applies to an op, and its category. Exact names (rows without '%') pick the
 -- formula (`model`) and the category; LIKE patterns (rows with '%') give a category only, the most
 -- specific (longest) matching pattern winning. Ops matching no row are 'other'. The rows come from
--- traceduck's Python vocabulary; a session can add its own (`INSERT INTO op_categories VALUES
+-- sql/reference/op_categories.csv; a session can add its own (`INSERT INTO op_categories VALUES
 -- ('mylib::gelu', 'elementwise', 'unary', 'my op')`): an exact name with a model gets that formula when
 -- its inputs are laid out as the model expects (see `op_cost`).
 CREATE TABLE IF NOT EXISTS op_categories (
@@ -93,7 +93,7 @@ CREATE TABLE IF NOT EXISTS op_categories (
 -- with num_sms matches only devices with that many SMs / CUs (AMD's driver names some parts
 -- 'AMD Radeon Graphics', told apart by their CUs). AMD's MI250X and MI250 show each of their two
 -- dies as one device: their rows hold one die's half of the card's figures. The rows come from
--- traceduck's Python vocabulary; a session can add its own.
+-- sql/reference/device_peaks.csv; a session can add its own.
 CREATE TABLE IF NOT EXISTS device_peaks (
   -- The device, e.g. 'H100 SXM'.
   device VARCHAR,

@@ -167,7 +167,8 @@ def cache_key() -> str:
     root = sql_dir()
     here = Path(__file__).resolve().parent
     # the reference rows (seed schema) come from these
-    sources = [here / "reference.py", here / "dtypes.py", reference.STDLIB_FUNCTIONS]
+    sources = [here / "reference.py", here / "dtypes.py", reference.STDLIB_FUNCTIONS,
+               *sorted(reference.REFERENCE_DIR.glob("*.csv"))]
     for path in [root / "tables.sql", *sorted((root / "views").glob("*.sql")), *sources]:
         h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()[:16]

@@ -27,8 +27,10 @@ _EVENT_COLUMNS = ["event_id", "phase", "category", "name", "pid", "tid", "pid_is
                   "dur_ns", "extra"]
 _ARG_COLUMNS = ["event_id", "key", "value_type", "int_value", "real_value", "string_value"]
 
-# The events of a window that have a place on the timeline: everything but metadata (M) and flows.
-_TIMELINE = "coalesce(phase, '') NOT IN ('M', 's', 't', 'f') AND ts_ns IS NOT NULL"
+# The events of a window that have a place on the timeline: every phase but those of `trace_phases`
+# that are not (metadata and flows), unknown phases included.
+_TIMELINE = ("coalesce(phase, '') NOT IN (SELECT phase FROM trace_phases WHERE NOT is_timeline) "
+             "AND ts_ns IS NOT NULL")
 
 # A step: its CPU events (`events.step`, any thread), the device work launched from them (matched
 # by correlation through `launches`, so work that runs after the CPU window has ended is in), and
@@ -69,7 +71,7 @@ _CONTEXT_STATEMENTS = [
        SELECT event_id, coalesce(category, '') AS flow_cat, pid, tid, ts_ns,
               coalesce(flow_id::VARCHAR, json_extract(extra, '$.id')::VARCHAR, json_extract(extra, '$.id2')::VARCHAR,
                        'event ' || event_id) AS flow_key
-       FROM events WHERE phase IN ('s', 't', 'f')""",
+       FROM events WHERE phase IN (SELECT phase FROM trace_phases WHERE kind = 'flow')""",
     """CREATE TABLE _export_candidates AS
        SELECT f.event_id, f.flow_cat, f.flow_key, t.track_key + f.ts_ns AS at_key
        FROM _export_flows f JOIN _export_tracks t ON t.pid = f.pid AND t.tid = f.tid
