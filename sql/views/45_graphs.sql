@@ -74,7 +74,7 @@ LEFT JOIN call_sites cs ON cs.run_id = capture_run_id AND cs.stack_id = c.stack_
 -- @column dur_ns BIGINT Duration, ns.
 -- @column device BIGINT GPU index.
 -- @column stream BIGINT Stream.
--- @column work_kind VARCHAR 'kernel', 'memcpy' or 'memset' (`event_categories.kind`).
+-- @column work_kind VARCHAR Its device work kind (`event_categories.kind`): kernel, memcpy or memset.
 -- @column launch_event_id BIGINT The graph launch call (cudaGraphLaunch, hipGraphLaunch).
 -- @column launch_op_name VARCHAR CPU op around the graph launch call.
 -- @column launch_call_site VARCHAR Innermost user frame of the graph launch's Python stack.
@@ -91,7 +91,7 @@ WITH w AS (
          d.launch_event_id, d.op_event_id AS launch_op_event_id, d.stack_id AS launch_stack_id,
          row_number() OVER (PARTITION BY d.run_id, d.launch_event_id ORDER BY d.ts_ns, d.stream, d.event_id) AS position,
          count(*) OVER (PARTITION BY d.run_id, d.launch_event_id) AS launch_kernels
-  FROM device_work(['kernel', 'memcpy', 'memset']) d
+  FROM device_work() d
   WHERE d.is_graph_launched
 ), ids AS (
   SELECT a.run_id, a.event_id,

@@ -123,7 +123,7 @@ WITH RECURSIVE calls AS MATERIALIZED (
   SELECT n.run_id, n.outer_id AS event_id, sum(w.dur_ns) AS gpu_dur_ns
   FROM (SELECT run_id, event_id AS outer_id, event_id AS inner_id FROM copies
         UNION ALL SELECT run_id, outer_id, inner_id FROM inside) n
-  JOIN device_work(['kernel', 'memcpy', 'memset']) w
+  JOIN device_work() w
        ON w.run_id = n.run_id AND w.op_event_id = n.inner_id
   GROUP BY ALL
 )

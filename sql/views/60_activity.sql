@@ -24,7 +24,7 @@ FROM events WHERE is_top_level_op  -- the rows of cpu_ops WHERE is_top_level
 UNION ALL
 SELECT run_id, 'gpu:' || coalesce(device::VARCHAR, '?'), device, activity_kind(work_kind, name),
        step, event_id, ts_ns, ts_ns + dur_ns, launch_event_id IS NOT NULL
-FROM device_work(['kernel', 'memcpy', 'memset']);
+FROM device_work();
 
 -- Busy time by interval union (overlapping intervals counted once) of the `activity` rows whose
 -- kind is in `kinds`, per run and lane; per step too when by_step is true (else step is NULL),
@@ -72,7 +72,7 @@ WITH skipped AS (
     AND (NOT linked_only OR has_launch) AND run_id NOT IN (SELECT run_id FROM skipped)
   UNION ALL
   SELECT run_id, device, NULL::BIGINT, ts_ns, ts_ns + dur_ns, activity_kind(work_kind, name)
-  FROM device_events(['kernel', 'memcpy', 'memset'])
+  FROM device_events()
   WHERE NOT (by_step OR linked_only) AND dur_ns >= 0 AND run_id NOT IN (SELECT run_id FROM skipped)
 ), iv AS (
   -- each kind counts in its own 31-bit digit of one number, so one running sum carries all four

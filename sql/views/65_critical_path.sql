@@ -41,7 +41,7 @@ CREATE OR REPLACE MACRO critical_path_work(run_ids) AS TABLE
 WITH w AS (
   SELECT g.run_id, g.event_id, g.name, g.ts_ns, g.ts_ns + g.dur_ns AS end_ns, g.device, g.stream, g.work_kind,
          l.event_id AS launch_event_id, l.pid AS launch_pid, l.tid AS launch_tid, l.ts_ns AS launch_ts_ns, l.step
-  FROM device_events(['kernel', 'memcpy', 'memset']) g
+  FROM device_events() g
   LEFT JOIN launch_calls l ON l.run_id = g.run_id AND l.correlation = g.correlation
   WHERE g.run_id IN (SELECT unnest(run_ids)) AND g.dur_ns IS NOT NULL
 ), names AS (
@@ -54,7 +54,7 @@ WITH w AS (
 ), stream_waits AS (
   -- Kineto's GPU-side record of a cudaStreamWaitEvent: its stream waits for the work queued on
   -- wait_on_stream before the cudaEventRecord it names (wait_on_cuda_event_record_corr_id)
-  SELECT x.run_id, x.event_id, coalesce(x.device, TRY_CAST(x.pid AS BIGINT)) AS device, x.stream, x.correlation, x.ts_ns,
+  SELECT x.run_id, x.event_id, device_of(x.device, x.pid) AS device, x.stream, x.correlation, x.ts_ns,
          max(a.int_value) FILTER (WHERE a.key = 'wait_on_stream') AS on_stream,
          max(a.int_value) FILTER (WHERE a.key = 'wait_on_cuda_event_record_corr_id') AS record_correlation
   FROM events x JOIN args a ON a.run_id = x.run_id AND a.event_id = x.event_id
@@ -145,7 +145,7 @@ WITH s AS (
   GROUP BY ALL
 ), w AS (
   SELECT run_id, event_id, coalesce(device, -1) AS device, stream, ts_ns + dur_ns AS end_ns
-  FROM device_events(['kernel', 'memcpy', 'memset']) WHERE run_id IN (SELECT unnest(run_ids)) AND dur_ns IS NOT NULL
+  FROM device_events() WHERE run_id IN (SELECT unnest(run_ids)) AND dur_ns IS NOT NULL
 ), keyed AS MATERIALIZED (
   -- each work under the keys a call may look it up by: any work of the run; its stream on its
   -- device; its stream on any device

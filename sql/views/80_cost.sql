@@ -464,7 +464,7 @@ copies AS (
 -- GPU's memory, so they have no place on its roofline
 direct AS (
   SELECT run_id, op_event_id AS event_id, sum(dur_ns) AS dur_ns
-  FROM device_work(['kernel', 'memcpy', 'memset'])
+  FROM device_work()
   WHERE op_event_id IS NOT NULL AND (work_kind <> 'memcpy' OR name LIKE 'Memcpy DtoD%')
   GROUP BY ALL
 ), tree AS MATERIALIZED (
