@@ -28,6 +28,34 @@ CREATE OR REPLACE MACRO is_sync_call_name(name) AS regexp_matches(name,
 -- True for the launch of a captured CUDA/HIP graph (one call, many kernels).
 CREATE OR REPLACE MACRO is_graph_launch_name(name) AS regexp_matches(name, 'GraphLaunch');
 
+-- What a runtime/driver call named `name` starts, the one classifier of launch calls: NULL when
+-- it is not a launch call (is_launch_call_name), else 'graph' for a graph launch
+-- (is_graph_launch_name), 'host_func' for a host function launch (cudaLaunchHostFunc: a host
+-- node, no device work), then the device work kind (`event_categories.kind`) it starts: 'memcpy'
+-- for async copies (cudaMemcpyAsync, hipMemcpyAsync, urEnqueueUSMMemcpy), 'memset' for sets and
+-- fills (cudaMemsetAsync, urEnqueueUSMFill), 'kernel' for every other launch.
+CREATE OR REPLACE MACRO launch_call_kind(name) AS
+  CASE WHEN is_launch_call_name(name) THEN
+    CASE WHEN is_graph_launch_name(name) THEN 'graph'
+         WHEN regexp_matches(name, 'HostFunc') THEN 'host_func'
+         WHEN regexp_matches(name, '(?i)memcpy') THEN 'memcpy'
+         WHEN regexp_matches(name, '(?i)memset|fill') THEN 'memset'
+         ELSE 'kernel' END
+  END;
+
+-- True for a runtime call that records an event on a stream or makes a stream wait for one
+-- (cudaEventRecord, cudaEventRecordWithFlags, cudaStreamWaitEvent, hip* alike): the calls behind
+-- Kineto's `Stream Wait Event` records, which the critical path follows across streams.
+CREATE OR REPLACE MACRO is_stream_event_call_name(name) AS
+  name IN ('cudaStreamWaitEvent', 'cudaEventRecord', 'cudaEventRecordWithFlags', 'hipStreamWaitEvent', 'hipEventRecord',
+           'hipEventRecordWithFlags');
+
+-- 'begin' for a call that starts capturing a stream into a CUDA/HIP graph
+-- (cudaStreamBeginCapture, hipStreamBeginCapture), 'end' for one that ends it
+-- (cudaStreamEndCapture, ...), else NULL.
+CREATE OR REPLACE MACRO graph_capture_call(name) AS
+  CASE WHEN regexp_matches(name, 'StreamBeginCapture') THEN 'begin' WHEN regexp_matches(name, 'StreamEndCapture') THEN 'end' END;
+
 -- Chrome trace event phases (`ph`, Google's Trace Event Format), each with what ingest and export
 -- do with its events; phases not listed are kept and counted in runs.warnings. An event nests
 -- (events.parent_id, depth, self_dur_ns, stack_id) when its phase puts it on its thread's stack:

@@ -66,7 +66,7 @@ WITH w AS (
   SELECT run_id, correlation, min(ts_ns) AS ts_ns FROM events
   WHERE run_id IN (SELECT unnest(run_ids)) AND phase = 'X' AND correlation IS NOT NULL
     AND category IN (SELECT category FROM event_categories WHERE is_runtime)
-    AND name IN ('cudaStreamWaitEvent', 'cudaEventRecord', 'cudaEventRecordWithFlags', 'hipStreamWaitEvent', 'hipEventRecord', 'hipEventRecordWithFlags')
+    AND is_stream_event_call_name(name)
   GROUP BY ALL
 ), wait_times AS (
   SELECT x.*, coalesce(c.ts_ns, x.ts_ns) AS call_ts_ns, coalesce(r.ts_ns, c.ts_ns, x.ts_ns) AS record_ts_ns
