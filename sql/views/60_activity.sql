@@ -1,8 +1,14 @@
--- The activity kind of a GPU work item (see `activity`): its work kind for a memcpy or memset,
--- 'communication' for a kernel of `communication_kernel_names`, else 'compute'.
+-- The class of a GPU work item's time, the one classification of GPU time (`activity`, `gpu_time`
+-- and the critical path's breakdown): its work kind (`event_categories.kind`) for a memcpy or
+-- memset, 'communication' for a kernel the communication rule counts (is_communication:
+-- `kernel_collective` names a collective for it), else 'compute'.
+CREATE OR REPLACE MACRO gpu_time_class(work_kind, is_communication) AS
+CASE WHEN work_kind IN ('memcpy', 'memset') THEN work_kind WHEN is_communication THEN 'communication' ELSE 'compute' END;
+
+-- The activity kind of a GPU work item (see `activity`): its `gpu_time_class`, communication for
+-- the kernels of `communication_kernel_names`.
 CREATE OR REPLACE MACRO activity_kind(item_kind, item_name) AS
-CASE WHEN item_kind IN ('memcpy', 'memset') THEN item_kind
-     WHEN item_name IN (SELECT name FROM communication_kernel_names) THEN 'communication' ELSE 'compute' END;
+gpu_time_class(item_kind, item_name IN (SELECT name FROM communication_kernel_names));
 
 -- Busy intervals of every lane of a run, for utilization: top-level CPU ops (lane 'cpu', any
 -- thread) and GPU work per device (lane 'gpu:N'), classified as compute, communication (the

@@ -47,7 +47,7 @@ WITH w AS (
 ), names AS (
   SELECT name, kernel_collective(any_value(name)) IS NOT NULL AS is_comm FROM w WHERE work_kind = 'kernel' GROUP BY name
 ), p AS (
-  SELECT w.*, CASE WHEN w.work_kind <> 'kernel' THEN 'gpu_copy' WHEN n.is_comm THEN 'communication' ELSE 'gpu_compute' END AS kind,
+  SELECT w.*, gpu_time_class(w.work_kind, n.is_comm) AS kind,
          lag(w.event_id) OVER s AS prev_event_id, lag(w.end_ns) OVER s AS prev_end_ns, lag(w.ts_ns) OVER s AS prev_ts_ns
   FROM w LEFT JOIN names n USING (name)
   WINDOW s AS (PARTITION BY w.run_id, w.device, w.stream ORDER BY w.ts_ns, w.event_id)
@@ -107,9 +107,9 @@ WITH w AS (
 ), g AS (
   SELECT b.*, sum(CASE WHEN waits_on_prev AND NOT is_cut THEN 0 ELSE 1 END) OVER s AS chain,
          row_number() OVER s AS stream_index,
-         sum(CASE WHEN prev_kind = 'gpu_compute' THEN prev_busy_ns ELSE 0 END) OVER s AS cum_compute_ns,
+         sum(CASE WHEN prev_kind = 'compute' THEN prev_busy_ns ELSE 0 END) OVER s AS cum_compute_ns,
          sum(CASE WHEN prev_kind = 'communication' THEN prev_busy_ns ELSE 0 END) OVER s AS cum_comm_ns,
-         sum(CASE WHEN prev_kind = 'gpu_copy' THEN prev_busy_ns ELSE 0 END) OVER s AS cum_copy_ns,
+         sum(CASE WHEN prev_kind IN ('memcpy', 'memset') THEN prev_busy_ns ELSE 0 END) OVER s AS cum_copy_ns,
          sum(gap_ns) OVER s AS cum_gap_ns
   FROM b
   WINDOW s AS (PARTITION BY run_id, device, stream ORDER BY ts_ns, event_id ROWS UNBOUNDED PRECEDING)
@@ -297,9 +297,9 @@ WITH RECURSIVE work AS MATERIALIZED (
              w.stream_index AS w_stream_index, h.stream_index AS h_stream_index,
              h.ts_ns AS h_ts_ns, h.cum_compute_ns AS h_cum_compute_ns, h.cum_comm_ns AS h_cum_comm_ns, h.cum_copy_ns AS h_cum_copy_ns, h.cum_gap_ns AS h_cum_gap_ns,
              -- the work's own time up to where the walk came in
-             CASE WHEN w.kind = 'gpu_compute' THEN greatest(least(w.end_ns, p.ts_ns) - greatest(w.ts_ns, p.window_start_ns), 0) ELSE 0 END AS own_compute_ns,
+             CASE WHEN w.kind = 'compute' THEN greatest(least(w.end_ns, p.ts_ns) - greatest(w.ts_ns, p.window_start_ns), 0) ELSE 0 END AS own_compute_ns,
              CASE WHEN w.kind = 'communication' THEN greatest(least(w.end_ns, p.ts_ns) - greatest(w.ts_ns, p.window_start_ns), 0) ELSE 0 END AS own_comm_ns,
-             CASE WHEN w.kind = 'gpu_copy' THEN greatest(least(w.end_ns, p.ts_ns) - greatest(w.ts_ns, p.window_start_ns), 0) ELSE 0 END AS own_copy_ns,
+             CASE WHEN w.kind IN ('memcpy', 'memset') THEN greatest(least(w.end_ns, p.ts_ns) - greatest(w.ts_ns, p.window_start_ns), 0) ELSE 0 END AS own_copy_ns,
              -- where the element ends on the stream: the chain's first work, else this one
              CASE WHEN p.window_start_ns <= h.ts_ns THEN h.event_id ELSE w.event_id END AS m_event_id,
              CASE WHEN p.window_start_ns <= h.ts_ns THEN h.waits_on_prev ELSE w.waits_on_prev END AS m_waits_on_prev,
