@@ -73,7 +73,8 @@ CREATE OR REPLACE MACRO dtype_kind_rank(dtype) AS CASE WHEN dtype = 'bool' THEN 
 
 -- Which formula applies to an op, and its category. Exact names (rows without '%') pick the
 -- formula (`model`) and the category; LIKE patterns (rows with '%') give a category only, the most
--- specific (longest) matching pattern winning. Ops matching no row are 'other'. The rows come from
+-- specific (longest) matching pattern winning; ops matching none that are named after a collective
+-- (`is_collective_name`) are 'communication', the others 'other'. The rows come from
 -- sql/reference/op_categories.csv; a session can add its own (`INSERT INTO op_categories VALUES
 -- ('mylib::gelu', 'elementwise', 'unary', 'my op')`): an exact name with a model gets that formula when
 -- its inputs are laid out as the model expects (see `op_cost`).
@@ -153,7 +154,8 @@ CREATE OR REPLACE MACRO peak_tflops_for(dtype, fp32_tflops, bf16_tflops, fp16_tf
   WHEN dtype = 'float16' THEN fp16_tflops WHEN dtype LIKE 'float8%' THEN fp8_tflops END;
 
 -- The category and cost formula of every CPU op name in the runs, from `op_categories`: the row
--- of the exact name, else the longest LIKE pattern that matches (category only), else 'other'.
+-- of the exact name, else the longest LIKE pattern that matches (category only), else
+-- 'communication' for a name named after a collective (`is_collective_name`), else 'other'.
 -- @column name VARCHAR Op name.
 -- @column category VARCHAR GEMM, convolution, attention, elementwise, normalisation, reduction, communication, copy or other.
 -- @column model VARCHAR Cost formula of op_cost for the name, NULL when none.
@@ -165,7 +167,8 @@ WITH names AS (
   FROM names n JOIN op_categories c ON contains(c.pattern, '%') AND n.name LIKE c.pattern
   GROUP BY n.name
 )
-SELECT n.name, coalesce(e.category, p.category, 'other') AS category, e.model
+SELECT n.name, coalesce(e.category, p.category, CASE WHEN is_collective_name(n.name) THEN 'communication' END, 'other') AS category,
+       e.model
 FROM names n
 LEFT JOIN (SELECT * FROM op_categories WHERE NOT contains(pattern, '%')) e ON e.pattern = n.name
 LEFT JOIN by_pattern p ON p.name = n.name;
