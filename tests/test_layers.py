@@ -16,8 +16,9 @@ PACKAGE = ROOT / "src" / "traceduck"
 # Lowest first. A module may import any module of a lower layer, none of its own layer or above.
 LAYERS = [
     ["_version", "errors", "units", "dtypes", "sqltext", "session", "ingester.frames", "ingester.repair"],
-    ["store", "catalog", "reference", "ingester.reader"],
-    ["selection", "render", "packs", "jobs", "results", "ingester.streaming", "ingester.convert", "ingester.nesting"],
+    ["store", "catalog", "ingester.reader"],
+    ["reference", "selection", "render", "packs", "jobs", "results", "ingester.streaming", "ingester.convert",
+     "ingester.nesting"],
     ["viewfile", "ingester.pipeline"],
     ["runs_table", "ingester"],
     ["engine"],

@@ -5,19 +5,26 @@ Expected values come from the hand-made events written here or from plain `json`
 
 from __future__ import annotations
 
+import ast
+import csv
+import io
+import re
 import shutil
 import subprocess
 import sys
+import tokenize
 from collections import defaultdict
 from decimal import Decimal
+from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
 import traceduck
 from traceduck import reference
-from traceduck.catalog import schema_stamp
+from traceduck.catalog import schema_stamp, sql_dir, view_files
 from traceduck.errors import StoreError
+from traceduck.export import Window, export
 from traceduck.store import Store
 
 from conftest import load_json, shared_dir, trace_events, write_trace
@@ -260,3 +267,226 @@ def test_a_store_opened_before_an_old_run_arrives_stops_at_it(tmp_path, store):
             db.sql("SELECT count(*) FROM cpu_ops")
         assert e.value.message == (f"run {run[:12]} in {store} comes from another traceduck version "
                                    "(events lacks is_top_level_op)")
+
+
+# --- each vocabulary defined once ---------------------------------------------------------------
+# The vocabularies live in sql/reference/*.csv (rows), in the macros of sql/views (name patterns)
+# and in units.py (time units). The tests below read every SQL file (comments left out) and every
+# Python module of traceduck and fail, naming file and line, where a second copy appears.
+
+SRC = Path(traceduck.__file__).resolve().parent
+SQL = sql_dir()
+
+
+def _sql_code(text: str) -> str:
+    """SQL text with its comments blanked (`--` to the end of the line, outside string literals),
+    line numbers kept."""
+    out, quoted, i = [], False, 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "'":
+            quoted = not quoted
+        elif not quoted and text.startswith("--", i):
+            end = text.find("\n", i)
+            i = len(text) if end < 0 else end
+            continue
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def _code_files() -> dict[str, str]:
+    """Every SQL file of sql/ (comments blanked) and every Python module of traceduck, by path
+    relative to its root (sql/views/40_gpu.sql, src/traceduck/export.py)."""
+    files = {f"sql/{p.relative_to(SQL)}": _sql_code(p.read_text()) for p in sorted(SQL.rglob("*.sql"))}
+    files.update({f"src/traceduck/{p.relative_to(SRC)}": p.read_text() for p in sorted(SRC.rglob("*.py"))})
+    return files
+
+
+def _line(text: str, pos: int) -> int:
+    return text.count("\n", 0, pos) + 1
+
+
+def _literal_lists(name: str, text: str) -> list[tuple[int, list[str]]]:
+    """(line, items) of every list of two or more string literals in code: a Python tuple, list or
+    set of strings, a SQL list or IN list of strings."""
+    found = []
+    if name.endswith(".sql"):
+        for m in re.finditer(r"[(\[]\s*('(?:[^']|'')*'(?:\s*,\s*'(?:[^']|'')*')+)\s*[)\]]", text):
+            found.append((_line(text, m.start()), [s.replace("''", "'") for s in re.findall(r"'((?:[^']|'')*)'", m.group(1))]))
+        return found
+    tokens = [t for t in tokenize.generate_tokens(io.StringIO(text).readline)
+              if t.type not in (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT)]
+    for i, tok in enumerate(tokens):
+        if tok.type != tokenize.OP or tok.string not in "([{":
+            continue
+        items, j = [], i + 1
+        while j < len(tokens) and tokens[j].type == tokenize.STRING and tokens[j].string[:1] in "'\"":
+            items.append(ast.literal_eval(tokens[j].string))
+            j += 1
+            if j < len(tokens) and tokens[j].string == ",":
+                j += 1
+        if len(items) >= 2 and j < len(tokens) and tokens[j].string in ")]}":
+            found.append((tok.start[0], items))
+    return found
+
+
+def _vocabularies() -> dict[str, set[str]]:
+    """The values of each vocabulary of sql/reference (its key column), and the time units."""
+    def column(file: str, col: str) -> set[str]:
+        return {r[col] for r in reference.read_csv(file)}
+
+    return {
+        "event kinds (event_kinds.csv)": column("event_kinds", "kind"),
+        "event categories (event_categories.csv)": column("event_categories", "category"),
+        "trace phases (trace_phases.csv)": column("trace_phases", "phase"),
+        "copy ops (copy_ops.csv)": column("copy_ops", "name"),
+        "op names (op_categories.csv)": column("op_categories", "pattern") | column("op_signatures", "op") - {None},
+        "call-site rules (call_site_rules.csv)": column("call_site_rules", "pattern"),
+        "time units (units.py)": {"ns", "us", "ms", "s"},
+    }
+
+
+def second_definitions() -> list[str]:
+    """Where code defines a vocabulary again: file:line and what."""
+    files = _code_files()
+    found = []
+    # three or more values of one vocabulary written out together: a copy of the vocabulary
+    vocabularies = _vocabularies()
+    for name, text in files.items():
+        for line, items in _literal_lists(name, text):
+            for vocab, values in vocabularies.items():
+                listed = sorted(set(items) & values)
+                if len(listed) >= 3:
+                    found.append(f"{name}:{line}: {vocab} listed again: {listed}")
+
+    def only_in(pattern: str, home: set[str], what: str) -> None:
+        for name, text in files.items():
+            if name not in home:
+                found.extend(f"{name}:{_line(text, m.start())}: {what}: {m.group(0)!r}" for m in re.finditer(pattern, text))
+
+    # runtime-call names (launches, graph launches, host functions, captures, syncs, event records
+    # and stream waits): the macros of 00_reference.sql
+    only_in(r"GraphLaunch|HostFunc|(Begin|End)Capture|Begin\|End|Synchroni[sz]e|EventRecord|StreamWaitEvent|\(\?i\)\(launch"
+            r"|memset\|fill|\(\?i\)memcpy", {"sql/views/00_reference.sql"}, "runtime-call name pattern outside 00_reference.sql")
+    # collectives: the words of is_collective_name and name_collective, and the families of
+    # collective_family and busbw_factor (55_communication.sql)
+    only_in(r"(?i)all_\?(reduce|gather)|reduce_\?scatter|all_\?to_\?all|%all_?(reduce|gather|to_?all)%|%reduce_?scatter%",
+            {"sql/views/55_communication.sql"}, "collective name pattern outside 55_communication.sql")
+    # a device's index when the event has no `device` arg: device_of (40_gpu.sql)
+    only_in(r"TRY_CAST\(\s*(\w+\.)?pid\s+AS\s+BIGINT\s*\)", {"sql/views/40_gpu.sql"}, "device fallback outside device_of")
+    # GPU time classes: gpu_time_class (60_activity.sql) classifies GPU work by its kind; no other
+    # classification, nor the critical path's old label set
+    only_in(r"(?i)\b(item_kind|work_kind)\s+IN\s*\(\s*'memcpy'\s*,\s*'memset'\s*\)|\bwork_kind\s*<>\s*'kernel'"
+            r"|(THEN|ELSE)\s+'gpu_(compute|copy)'", {"sql/views/60_activity.sql"}, "GPU time class outside gpu_time_class")
+    # time units: units.py's NS_PER
+    only_in(r"[\"'](ns|us|ms|s)[\"']\s*:\s*1[\d_]*\b|\bns\|us\|ms\b", {"src/traceduck/units.py"}, "time unit table outside units.py")
+    # cost op signatures: op_signatures says where each op's inputs are; the formulas name no op
+    # and no input position but the first (any op's first input)
+    cost = files["sql/views/80_cost.sql"]
+    found.extend(f"sql/views/80_cost.sql:{_line(cost, m.start())}: op or input position in a cost formula: {m.group(0)!r}"
+                 for m in re.finditer(r"'(aten|_C|flash_attn|vllm)::[^']*'|\bins\[(?!1\])\d+", cost))
+    # vocabulary rows: only in sql/reference
+    for name, text in files.items():
+        if name.endswith(".py"):
+            found.extend(f"{name}:{_line(text, m.start())}: vocabulary rows in Python: {m.group(0)!r}"
+                         for m in re.finditer(r"\bCategory\(\s*[\"']", text))
+    return found
+
+
+def test_each_vocabulary_is_defined_once():
+    assert second_definitions() == []
+
+
+def test_a_second_definition_is_found(monkeypatch):
+    """The check finds copies, each added once: the device work kinds, trace phases, a launch-call
+    pattern, a collective pattern, the device fallback, the critical path's old GPU time classes, a
+    unit table, an input position and an op name in a cost formula, a vocabulary row in Python."""
+    real = _code_files()
+    copies = {
+        "src/traceduck/export.py": 'WORK = ("kernel", "memcpy", "memset")\nFLOWS = ["s", "t", "f"]\nUNITS = {"us": 1_000}\n',
+        "src/traceduck/reference.py": 'EXTRA = Category("cpu_op", "op", "Kineto 2023+")\n',
+        "sql/views/60_activity.sql": "SELECT * FROM device_work(['kernel', 'memcpy', 'memset']) WHERE phase NOT IN ('M', 's', 't', 'f');\n"
+                                     "SELECT regexp_matches(name, 'GraphLaunch');\n",
+        "sql/views/65_critical_path.sql": "SELECT coalesce(x.device, TRY_CAST(x.pid AS BIGINT)),\n"
+                                          "  CASE WHEN w.work_kind <> 'kernel' THEN 'gpu_copy' ELSE 'gpu_compute' END FROM x;\n",
+        "sql/views/80_cost.sql": "SELECT ins[3] FROM m WHERE name = 'aten::addmm' OR name LIKE '%allreduce%';\n",
+    }
+    monkeypatch.setattr(sys.modules[__name__], "_code_files",
+                        lambda: {name: text + copies.get(name, "") for name, text in real.items()})
+    found = second_definitions()
+    expected = [("sql/views/60_activity.sql", "event kinds (event_kinds.csv) listed again: ['kernel', 'memcpy', 'memset']"),
+                ("sql/views/60_activity.sql", "trace phases (trace_phases.csv) listed again: ['M', 'f', 's', 't']"),
+                ("sql/views/60_activity.sql", "runtime-call name pattern outside 00_reference.sql: 'GraphLaunch'"),
+                ("sql/views/65_critical_path.sql", "device fallback outside device_of: 'TRY_CAST(x.pid AS BIGINT)'"),
+                ("sql/views/65_critical_path.sql", "GPU time class outside gpu_time_class: \"work_kind <> 'kernel'\""),
+                ("sql/views/65_critical_path.sql", "GPU time class outside gpu_time_class: \"THEN 'gpu_copy'\""),
+                ("sql/views/65_critical_path.sql", "GPU time class outside gpu_time_class: \"ELSE 'gpu_compute'\""),
+                ("sql/views/80_cost.sql", "op or input position in a cost formula: 'ins[3'"),
+                ("sql/views/80_cost.sql", "op or input position in a cost formula: \"'aten::addmm'\""),
+                ("sql/views/80_cost.sql", "collective name pattern outside 55_communication.sql: '%allreduce%'"),
+                ("src/traceduck/export.py", "event kinds (event_kinds.csv) listed again: ['kernel', 'memcpy', 'memset']"),
+                ("src/traceduck/export.py", "trace phases (trace_phases.csv) listed again: ['f', 's', 't']"),
+                ("src/traceduck/export.py", "time unit table outside units.py: '\"us\": 1_000'"),
+                ("src/traceduck/reference.py", "vocabulary rows in Python: 'Category(\"'")]
+    for file, what in expected:
+        assert any(f.startswith(file + ":") and f.endswith(what) for f in found), (file, what, found)
+    assert {f.split(":")[0] for f in found} == {file for file, _ in expected}
+
+
+def test_reference_tables_read_their_csv_files():
+    """Every reference table of sql/views has its rows from sql/reference/<table>.csv (dtypes and
+    the standard library's functions excepted: dtypes.py and stdlib_functions.txt), with the
+    table's columns; event_categories takes its kinds' flags from event_kinds.csv; every CSV is read."""
+    declared = {rel.name: rel for f in view_files() for rel in f.relations if rel.kind == "table"}
+    files = {p.stem for p in reference.REFERENCE_DIR.glob("*.csv")}
+    assert files == set(declared) - {"dtypes", "stdlib_functions"} | {"event_kinds"}
+    for table, rel in declared.items():
+        if table in files and table != "event_categories":
+            with open(reference.REFERENCE_DIR / f"{table}.csv", newline="") as f:
+                assert next(csv.reader(f)) == [c.name for c in rel.columns], table
+        rows = reference.tables()[table]
+        assert list(rows) == [c.name for c in rel.columns], table
+    kinds = {r["kind"] for r in reference.read_csv("event_kinds")}
+    assert {r["kind"] for r in reference.read_csv("event_categories")} <= kinds
+    assert reference.REFERENCE_DIR == SQL / "reference"
+
+
+def test_op_signatures_name_known_ops_and_models():
+    """Every op of op_signatures has a cost formula in op_categories, every default row names a
+    formula, and no op or default gives an argument twice."""
+    models = {r["pattern"]: r["model"] for r in reference.read_csv("op_categories") if r["model"]}
+    rows = reference.read_csv("op_signatures")
+    assert all((r["op"] is None) != (r["model"] is None) for r in rows)
+    assert {r["op"] for r in rows if r["op"]} <= set(models)
+    assert {r["model"] for r in rows if r["model"]} <= set(models.values())
+    assert all((r["input"] is None) != (r["value"] is None) for r in rows)
+    keys = [(r["op"] or r["model"], r["argument"]) for r in rows]
+    assert len(keys) == len(set(keys))
+
+
+def test_trace_phases_agree_between_ingest_and_export(tmp_path, store):
+    """Every Chrome phase ingest knows is one export knows: counters, async events and duration
+    ends are kept whole and picked by a time window; they do not nest on their thread."""
+    def e(ph, ts, **kw):
+        return {"ph": ph, "cat": "cpu_op" if ph in "XBE" else "x", "name": f"{ph} event", "pid": 1, "tid": 1, "ts": ts, **kw}
+
+    events = [e("X", 0, dur=100), e("B", 10), e("E", 20), e("C", 30, args={"v": 1}), e("b", 40, id=1), e("n", 45, id=1),
+              e("e", 50, id=1), e("i", 60, s="t"), e("P", 70), e("s", 80, id=2), e("f", 90, id=2, bp="e"),
+              {"ph": "M", "name": "thread_name", "pid": 1, "tid": 1, "args": {"name": "main"}}]
+    run = traceduck.ingest(write_trace(tmp_path / "phases.json", events), store=store)[0]
+    with traceduck.open(store) as db:
+        nested = {p for (p,) in db.sql("SELECT phase FROM events WHERE parent_id IS NOT NULL").fetchall()}
+        phases = {r[0]: r[1:] for r in db.sql("SELECT phase, nests, is_timeline FROM trace_phases").fetchall()}
+        warnings = db.sql("SELECT warnings FROM runs").fetchall()[0][0]
+        out = tmp_path / "window.json"
+        export(db, run.run_id, out, window=Window(start_ns=db.sql(
+            "SELECT min(ts_ns) FROM events").fetchall()[0][0] + 25_000))
+    written = {ev["ph"] for ev in load_json(out)["traceEvents"]}
+    assert nested == {"B", "i", "P"}  # under the X; C, E, b, n, e and the flows do not nest
+    assert nested == {p for p, (nests, _) in phases.items() if nests} - {"X", "I"}
+    assert set(phases) == set(reference.KNOWN_PHASES) and "unknown phase (ph)" not in warnings
+    assert {p for p, (_, timeline) in phases.items() if not timeline} == {"M", "s", "t", "f"}
+    # from 25 us on: the X around it and every timeline event from there, the flows on the X, the
+    # thread's metadata; not the B and E before
+    assert written == {"X", "C", "b", "n", "e", "i", "P", "s", "f", "M"}

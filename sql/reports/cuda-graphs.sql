@@ -26,7 +26,7 @@ WITH work AS MATERIALIZED (
   SELECT * FROM graph_kernel_ops($capture::VARCHAR) WHERE run_id IN (SELECT run_id FROM report_runs)
 ), totals AS (
   SELECT run_id, sum(dur_ns) AS total
-  FROM device_events(['kernel', 'memcpy', 'memset']) WHERE run_id IN (SELECT run_id FROM report_runs) GROUP BY 1
+  FROM device_events() WHERE run_id IN (SELECT run_id FROM report_runs) GROUP BY 1
 ), per_op AS (
   SELECT run_id, replay_graph, any_value(graph_id) AS graph_id, launch_op_name, launch_call_site AS call_site,
          count(DISTINCT launch_event_id) AS launches, min(launch_ts_ns) AS first_ts_ns,

@@ -20,7 +20,7 @@
 WITH w AS (
   SELECT run_id, device, stream, event_id, ts_ns, ts_ns + dur_ns AS end_ns,
          CASE WHEN launch_event_id IS NOT NULL THEN ts_ns - queue_delay_ns END AS launch_ts_ns
-  FROM device_work(['kernel', 'memcpy', 'memset'])
+  FROM device_work()
   WHERE run_id IN (SELECT run_id FROM report_runs) AND dur_ns >= 0
 ), ordered AS (
   SELECT *, max(end_ns) OVER (PARTITION BY run_id, device, stream ORDER BY ts_ns, end_ns, event_id

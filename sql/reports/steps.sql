@@ -15,7 +15,7 @@ WITH cpu AS (
   SELECT run_id, step, busy_ns FROM busy_time(['cpu_op'], true) WHERE lane = 'cpu'
 ), gpu AS (
   SELECT run_id, step, sum(busy_ns)::BIGINT AS busy_ns, sum(last_ns - first_ns - busy_ns)::BIGINT AS idle_ns
-  FROM busy_time(['compute', 'communication', 'memcpy', 'memset'], true) WHERE lane LIKE 'gpu:%' GROUP BY ALL
+  FROM gpu_time(by_step := true) GROUP BY ALL
 ), k AS (
   SELECT run_id, step, count(*) AS kernels FROM device_work(['kernel']) WHERE step IS NOT NULL GROUP BY ALL
 )

@@ -1,5 +1,7 @@
 -- Macros over event names: the one definition of each pattern, used by the views and by ingest
--- (which finds step_windows with step_number).
+-- (which finds step_windows with step_number). The vocabularies that are lists rather than
+-- patterns are reference tables: their rows are the CSV files of sql/reference (one per table),
+-- loaded into every connection and read by ingest too.
 
 -- N of a `ProfilerStep#N` name, the annotation `prof.step()` writes around each profiler step;
 -- NULL for any other name (and for N beyond BIGINT).
@@ -26,6 +28,55 @@ CREATE OR REPLACE MACRO is_sync_call_name(name) AS regexp_matches(name,
 -- True for the launch of a captured CUDA/HIP graph (one call, many kernels).
 CREATE OR REPLACE MACRO is_graph_launch_name(name) AS regexp_matches(name, 'GraphLaunch');
 
+-- What a runtime/driver call named `name` starts, the one classifier of launch calls: NULL when
+-- it is not a launch call (is_launch_call_name), else 'graph' for a graph launch
+-- (is_graph_launch_name), 'host_func' for a host function launch (cudaLaunchHostFunc: a host
+-- node, no device work), then the device work kind (`event_categories.kind`) it starts: 'memcpy'
+-- for async copies (cudaMemcpyAsync, hipMemcpyAsync, urEnqueueUSMMemcpy), 'memset' for sets and
+-- fills (cudaMemsetAsync, urEnqueueUSMFill), 'kernel' for every other launch.
+CREATE OR REPLACE MACRO launch_call_kind(name) AS
+  CASE WHEN is_launch_call_name(name) THEN
+    CASE WHEN is_graph_launch_name(name) THEN 'graph'
+         WHEN regexp_matches(name, 'HostFunc') THEN 'host_func'
+         WHEN regexp_matches(name, '(?i)memcpy') THEN 'memcpy'
+         WHEN regexp_matches(name, '(?i)memset|fill') THEN 'memset'
+         ELSE 'kernel' END
+  END;
+
+-- True for a runtime call that records an event on a stream or makes a stream wait for one
+-- (cudaEventRecord, cudaEventRecordWithFlags, cudaStreamWaitEvent, hip* alike): the calls behind
+-- Kineto's `Stream Wait Event` records, which the critical path follows across streams.
+CREATE OR REPLACE MACRO is_stream_event_call_name(name) AS
+  name IN ('cudaStreamWaitEvent', 'cudaEventRecord', 'cudaEventRecordWithFlags', 'hipStreamWaitEvent', 'hipEventRecord',
+           'hipEventRecordWithFlags');
+
+-- 'begin' for a call that starts capturing a stream into a CUDA/HIP graph
+-- (cudaStreamBeginCapture, hipStreamBeginCapture), 'end' for one that ends it
+-- (cudaStreamEndCapture, ...), else NULL.
+CREATE OR REPLACE MACRO graph_capture_call(name) AS
+  CASE WHEN regexp_matches(name, 'StreamBeginCapture') THEN 'begin' WHEN regexp_matches(name, 'StreamEndCapture') THEN 'end' END;
+
+-- Chrome trace event phases (`ph`, Google's Trace Event Format), each with what ingest and export
+-- do with its events; phases not listed are kept and counted in runs.warnings. An event nests
+-- (events.parent_id, depth, self_dur_ns, stack_id) when its phase puts it on its thread's stack:
+-- complete events (X), duration begins (B), instants (i, I) and samples (P); counters (C)
+-- are per-process tracks, async events (b, n, e and the legacy S, T, p, F) have tracks of their own,
+-- and a duration end (E) only closes its B. A window export (--step, --start/--end) picks the
+-- events of timeline phases by their time: every phase but metadata (M) and flows (s, t, f), which
+-- it picks for the events they describe. Ingest reads the same rows (sql/reference/trace_phases.csv).
+CREATE TABLE IF NOT EXISTS trace_phases (
+  -- The phase letter as written in `ph`.
+  phase VARCHAR,
+  -- What its events are: duration, complete, instant, counter, async, flow, sample, object, metadata, memory_dump, mark, clock_sync or context.
+  kind VARCHAR,
+  -- True when its events nest on their thread (parent_id, depth, self time, Python stack).
+  nests BOOLEAN,
+  -- True when a window export picks its events by their time (all but metadata and flows).
+  is_timeline BOOLEAN,
+  -- The phase in words, as the Trace Event Format names it.
+  name VARCHAR
+);
+
 -- Event categories: every spelling of `cat` that PyTorch's profiler (Kineto) writes, 2021 on
 -- (legacy Operator, Runtime, Kernel, Memcpy, Memset included), and a few of other tracers, with
 -- what their events are. Ingest reads the same rows: events of is_device categories get
@@ -33,7 +84,8 @@ CREATE OR REPLACE MACRO is_graph_launch_name(name) AS regexp_matches(name, 'Grap
 -- (events.is_cpu_op). The views select runtime calls (is_runtime) and device work (kernel,
 -- memcpy, memset) by these rows, for every backend: CUDA, ROCm, XPU, PrivateUse1 and MTIA write
 -- their device work under the same categories. Categories not listed are kept and counted in
--- runs.warnings. The rows come from traceduck's Python vocabulary (one source).
+-- runs.warnings. The rows come from sql/reference/event_categories.csv, each with the flags of
+-- its kind in sql/reference/event_kinds.csv (one source).
 CREATE TABLE IF NOT EXISTS event_categories (
   -- The category exactly as written in `cat` (matching is case-sensitive: legacy 'Kernel' is its own row).
   category VARCHAR,
@@ -59,7 +111,7 @@ CREATE TABLE IF NOT EXISTS event_categories (
 -- code (as written in `Concrete Inputs`, e.g. the dtype argument of aten::to), with element sizes.
 -- Non-tensor entries (Scalar, ScalarList, TensorList, GenericList, Int, Bool, Double, '') are
 -- marked is_tensor = false. torch_name is the one spelling of a dtype in traceduck: shapes.dtype
--- and every view and report use it. The rows come from traceduck's Python dtype table (one source).
+-- and every view and report use it. The rows come from traceduck's dtype table, dtypes.py (one source).
 CREATE TABLE IF NOT EXISTS dtypes (
   -- Kineto type name (`Input type`), e.g. 'c10::BFloat16', 'float', 'long int'; NULL for a code with no Kineto name.
   type_name VARCHAR,

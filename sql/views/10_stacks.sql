@@ -4,7 +4,8 @@
 -- generated, `<...>` pseudo-files (`<frozen os>`, `<string>`), and absolute paths of installed
 -- packages and the standard library (`.../site-packages/...`, `.../dist-packages/...`,
 -- `.../lib/python3.11/...`). Any other path, relative or absolute, is the user's code unless
--- `stdlib_functions` says otherwise. Change the rules for a session with INSERT or DELETE.
+-- `stdlib_functions` says otherwise. The rows come from sql/reference/call_site_rules.csv; change
+-- the rules for a session with INSERT or DELETE.
 CREATE TABLE IF NOT EXISTS call_site_rules (
   -- LIKE pattern matched against stacks.file, e.g. 'torch/%'.
   pattern VARCHAR,

@@ -53,24 +53,28 @@ LEFT JOIN (SELECT run_id, event_id, name FROM events WHERE is_top_level_op) t
   ON t.run_id = l.run_id AND t.event_id = l.top_op_event_id
 LEFT JOIN call_sites cs ON cs.run_id = l.run_id AND cs.stack_id = l.stack_id;
 
--- GPU events (kernels, copies, sets) of the given device work kinds of `event_categories`
--- ('kernel', 'memcpy', 'memset') with their device and stream, not linked to their launch: the
--- cheapest base, for what needs no launch (`collectives`); work_kind says which kind a row is.
-CREATE OR REPLACE MACRO device_events(kinds) AS TABLE
+-- The device of a device event: its `device` arg, else its pid as a number (Kineto writes a GPU's
+-- work under pid = device index).
+CREATE OR REPLACE MACRO device_of(device, pid) AS coalesce(device, TRY_CAST(pid AS BIGINT));
+
+-- GPU events of device work (the kinds of `event_categories` with is_device_work: kernels, copies,
+-- sets), or of the given kinds of it only (a list such as ['kernel']), with their device and
+-- stream, not linked to their launch: the cheapest base, for what needs no launch
+-- (`collectives`); work_kind says which kind a row is.
+CREATE OR REPLACE MACRO device_events(kinds := []::VARCHAR[]) AS TABLE
 SELECT g.run_id, g.event_id, g.name, g.ts_ns, g.dur_ns,
-       coalesce(g.device, TRY_CAST(g.pid AS BIGINT)) AS device,
+       device_of(g.device, g.pid) AS device,
        coalesce(g.stream, TRY_CAST(regexp_extract(g.tid, '(\d+)$', 1) AS BIGINT)) AS stream,
        g.correlation, g.category, c.kind AS work_kind
 FROM events g
-JOIN event_categories c ON c.category = g.category AND c.is_device_work AND list_contains(kinds, c.kind)
+JOIN event_categories c ON c.category = g.category AND c.is_device_work AND (array_length(kinds) = 0 OR list_contains(kinds, c.kind))
 WHERE g.phase = 'X';
 
 -- GPU work (kernels, copies, sets) linked by correlation to the runtime call that launched it,
 -- with the ids of that call's CPU ops, its stack, its duration and its profiler step, but no
--- names: the cheap base for utilization (`activity`). `gpu_work` adds the names. `kinds` lists
--- device work kinds of `event_categories` ('kernel', 'memcpy', 'memset'); work_kind says which one
--- a row is.
-CREATE OR REPLACE MACRO device_work(kinds) AS TABLE
+-- names: the cheap base for utilization (`activity`). `gpu_work` adds the names. All device work,
+-- or of the given kinds only (see device_events); work_kind says which kind a row is.
+CREATE OR REPLACE MACRO device_work(kinds := []::VARCHAR[]) AS TABLE
 SELECT g.run_id, g.event_id, g.name, g.ts_ns, g.dur_ns, g.device, g.stream,
        g.correlation, l.event_id AS launch_event_id, l.name AS launch_name,
        g.ts_ns - l.ts_ns AS queue_delay_ns, l.dur_ns AS launch_dur_ns,

@@ -8,14 +8,6 @@
 -- on device events only: captured calls run nothing and carry neither, so the ids cannot name the
 -- captured graph of a replay; they tell replays of different graphs apart (`replay_graph`).
 
--- The kind of device work a launch call starts, as `event_categories.kind` names it: 'memcpy' for
--- async copies (cudaMemcpyAsync, hipMemcpyAsync, urEnqueueUSMMemcpy), 'memset' for sets and fills
--- (cudaMemsetAsync, urEnqueueUSMFill), 'kernel' for every other launch call.
-CREATE OR REPLACE MACRO launch_work_kind(name) AS
-  CASE WHEN regexp_matches(name, '(?i)memcpy') THEN 'memcpy'
-       WHEN regexp_matches(name, '(?i)memset|fill') THEN 'memset'
-       ELSE 'kernel' END;
-
 -- The launch calls captured into graphs in one run (`capture_run_id`), one row per call, in
 -- capture order. A capture window is a cudaStreamBeginCapture / hipStreamBeginCapture call and the
 -- next StreamEndCapture call on the same thread (torch.cuda.graph captures from one thread, and its
@@ -25,14 +17,14 @@ CREATE OR REPLACE MACRO launch_work_kind(name) AS
 -- (cudaLaunchHostFunc: a host node, no device work) and graph launches (child graphs: their nodes
 -- are not in the trace).
 -- Columns: run_id, graph_index, begin_event_id, end_event_id (the capture calls), launches (calls
--- in the graph), position, launch_event_id, launch_name, work_kind (launch_work_kind), op_event_id
+-- in the graph), position, launch_event_id, launch_name, work_kind (launch_call_kind), op_event_id
 -- and op_name (innermost CPU op around the call), top_op_event_id and top_op_name (outermost),
 -- call_site (innermost user frame of the call's Python stack).
 CREATE OR REPLACE MACRO graph_captures(capture_run_id) AS TABLE
 WITH marks AS (
-  SELECT event_id, pid, tid, ts_ns, regexp_matches(name, 'StreamBeginCapture') AS is_begin
+  SELECT event_id, pid, tid, ts_ns, graph_capture_call(name) = 'begin' AS is_begin
   FROM events
-  WHERE run_id = capture_run_id AND phase = 'X' AND regexp_matches(name, 'Stream(Begin|End)Capture')
+  WHERE run_id = capture_run_id AND phase = 'X' AND graph_capture_call(name) IS NOT NULL
     AND category IN (SELECT category FROM event_categories WHERE is_runtime)
 ), paired AS (
   SELECT * FROM (
@@ -48,14 +40,14 @@ WITH marks AS (
          l.ts_ns, l.op_event_id, l.top_op_event_id, l.stack_id
   FROM windows w
   JOIN launch_calls l ON l.pid = w.pid AND l.tid = w.tid AND l.ts_ns > w.begin_ns AND l.ts_ns < w.end_ns
-  WHERE l.run_id = capture_run_id AND NOT l.is_graph_launch AND NOT regexp_matches(l.name, 'HostFunc')
+  WHERE l.run_id = capture_run_id AND launch_call_kind(l.name) NOT IN ('graph', 'host_func')
 ), ops AS (
   SELECT event_id, name FROM events WHERE run_id = capture_run_id AND is_cpu_op
 )
 SELECT capture_run_id::VARCHAR AS run_id, c.graph_index, c.begin_event_id, c.end_event_id,
        count(*) OVER (PARTITION BY c.graph_index) AS launches,
        row_number() OVER (PARTITION BY c.graph_index ORDER BY c.ts_ns, c.launch_event_id) AS position,
-       c.launch_event_id, c.launch_name, launch_work_kind(c.launch_name) AS work_kind,
+       c.launch_event_id, c.launch_name, launch_call_kind(c.launch_name) AS work_kind,
        c.op_event_id, o.name AS op_name, c.top_op_event_id, t.name AS top_op_name, cs.call_site
 FROM calls c
 LEFT JOIN ops o ON o.event_id = c.op_event_id
@@ -74,7 +66,7 @@ LEFT JOIN call_sites cs ON cs.run_id = capture_run_id AND cs.stack_id = c.stack_
 -- @column dur_ns BIGINT Duration, ns.
 -- @column device BIGINT GPU index.
 -- @column stream BIGINT Stream.
--- @column work_kind VARCHAR 'kernel', 'memcpy' or 'memset' (`event_categories.kind`).
+-- @column work_kind VARCHAR Its device work kind (`event_categories.kind`): kernel, memcpy or memset.
 -- @column launch_event_id BIGINT The graph launch call (cudaGraphLaunch, hipGraphLaunch).
 -- @column launch_op_name VARCHAR CPU op around the graph launch call.
 -- @column launch_call_site VARCHAR Innermost user frame of the graph launch's Python stack.
@@ -91,7 +83,7 @@ WITH w AS (
          d.launch_event_id, d.op_event_id AS launch_op_event_id, d.stack_id AS launch_stack_id,
          row_number() OVER (PARTITION BY d.run_id, d.launch_event_id ORDER BY d.ts_ns, d.stream, d.event_id) AS position,
          count(*) OVER (PARTITION BY d.run_id, d.launch_event_id) AS launch_kernels
-  FROM device_work(['kernel', 'memcpy', 'memset']) d
+  FROM device_work() d
   WHERE d.is_graph_launched
 ), ids AS (
   SELECT a.run_id, a.event_id,

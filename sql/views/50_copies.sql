@@ -2,7 +2,8 @@
 -- aten::copy_(self, src) lists the destination first; aten::index_copy_(self, dim, index, source)
 -- has its source fourth; the others copy their first input. aten::to, aten::type_as and
 -- aten::contiguous return their input unchanged when it already has the dtype, device and layout
--- asked for, so they are not copies by themselves: only when a copy op runs inside them.
+-- asked for, so they are not copies by themselves: only when a copy op runs inside them. The rows
+-- come from sql/reference/copy_ops.csv.
 CREATE TABLE IF NOT EXISTS copy_ops (
   -- Op name, e.g. aten::copy_.
   name VARCHAR,
@@ -122,7 +123,7 @@ WITH RECURSIVE calls AS MATERIALIZED (
   SELECT n.run_id, n.outer_id AS event_id, sum(w.dur_ns) AS gpu_dur_ns
   FROM (SELECT run_id, event_id AS outer_id, event_id AS inner_id FROM copies
         UNION ALL SELECT run_id, outer_id, inner_id FROM inside) n
-  JOIN device_work(['kernel', 'memcpy', 'memset']) w
+  JOIN device_work() w
        ON w.run_id = n.run_id AND w.op_event_id = n.inner_id
   GROUP BY ALL
 )

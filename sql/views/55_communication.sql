@@ -12,22 +12,34 @@ CREATE OR REPLACE MACRO collective_family(collective_name) AS
                                         '(_into_tensor|_tensor)?(_coalesced|_base|_oop)$', ''),
                          '^(all_?to_?all)v$', '\1'), '_', '');
 
+-- True when a name is named after one of the collectives that move every rank's data (all_reduce,
+-- all_gather, reduce_scatter, all_to_all; any case, `_` optional) as a word of its own, not inside
+-- a longer one: PyTorch's c10d::allreduce_, vLLM's vllm::all_reduce, symmetric memory's
+-- multimem_all_reduce_kernel, NCCL's AllReduce. The one encoding of collective names, for kernels
+-- (`kernel_collective`) and CPU ops (`op_name_categories`) alike.
+CREATE OR REPLACE MACRO is_collective_name(name) AS
+  regexp_matches(name, '(?i)(^|[^a-z])(all_?reduce|all_?gather|reduce_?scatter|all_?to_?all)');
+
+-- The collective family (`collective_family`) of the first collective word of a name (all_reduce,
+-- all_gather, reduce_scatter, all_to_all, send_recv, broadcast, reduce; any case, `_` optional, not
+-- inside a longer word), NULL when it has none.
+CREATE OR REPLACE MACRO name_collective(name) AS
+  nullif(collective_family(regexp_extract(name,
+    '(?i)(?:^|[^a-z])(all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|send_?recv|broadcast|reduce)', 1)), '');
+
 -- The communication rule, the one definition behind `activity`, `collectives`, the collectives,
 -- ranks and gpu-utilization reports: the collective a GPU kernel runs, read from its name, or
 -- NULL when the kernel is not communication. Communication kernels are those of the collective
 -- libraries (name contains `nccl`, `rccl` or `msccl`, any case: NCCL's and RCCL's ncclKernel_* and
--- ncclDevKernel_*) and kernels named after a collective, not inside a longer word
--- (`all_reduce`, `all_gather`, `reduce_scatter`, `all_to_all`, any case, `_` optional: PyTorch's
--- symmetric-memory multimem_all_reduce_kernel). The collective is the first collective word of
--- the name through `collective_family` (allreduce, allgather, reducescatter, alltoall, broadcast,
--- reduce, sendrecv), 'unknown' for a library kernel that names none (ncclDevKernel_Generic runs
--- whatever NCCL queued). Other tools differ: HTA counts names containing `ncclKernel` (not NCCL
--- 2.19's ncclDevKernel_* nor symmetric-memory kernels); TraceLens names containing `nccl`.
+-- ncclDevKernel_*) and kernels named after a collective (`is_collective_name`: PyTorch's
+-- symmetric-memory multimem_all_reduce_kernel). The collective is the name's (`name_collective`:
+-- allreduce, allgather, reducescatter, alltoall, broadcast, reduce, sendrecv), 'unknown' for a
+-- library kernel that names none (ncclDevKernel_Generic runs whatever NCCL queued). Other tools
+-- differ: HTA counts names containing `ncclKernel` (not NCCL 2.19's ncclDevKernel_* nor
+-- symmetric-memory kernels); TraceLens names containing `nccl`.
 CREATE OR REPLACE MACRO kernel_collective(kernel_name) AS
-  CASE WHEN regexp_matches(kernel_name, '(?i)(nccl|rccl|msccl|(^|[^a-z])(all_?reduce|all_?gather|reduce_?scatter|all_?to_?all))')
-       THEN coalesce(nullif(collective_family(regexp_extract(kernel_name,
-              '(?i)(?:^|[^a-z])(all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|send_?recv|broadcast|reduce)', 1)), ''),
-            'unknown')
+  CASE WHEN regexp_matches(kernel_name, '(?i)(nccl|rccl|msccl)') OR is_collective_name(kernel_name)
+       THEN coalesce(name_collective(kernel_name), 'unknown')
   END;
 
 -- The torch dtype name of the NCCL/RCCL type at the start of `tail` (what follows the reduction in

@@ -1,8 +1,14 @@
--- The activity kind of a GPU work item (see `activity`): its work kind for a memcpy or memset,
--- 'communication' for a kernel of `communication_kernel_names`, else 'compute'.
+-- The class of a GPU work item's time, the one classification of GPU time (`activity`, `gpu_time`
+-- and the critical path's breakdown): its work kind (`event_categories.kind`) for a memcpy or
+-- memset, 'communication' for a kernel the communication rule counts (is_communication:
+-- `kernel_collective` names a collective for it), else 'compute'.
+CREATE OR REPLACE MACRO gpu_time_class(work_kind, is_communication) AS
+CASE WHEN work_kind IN ('memcpy', 'memset') THEN work_kind WHEN is_communication THEN 'communication' ELSE 'compute' END;
+
+-- The activity kind of a GPU work item (see `activity`): its `gpu_time_class`, communication for
+-- the kernels of `communication_kernel_names`.
 CREATE OR REPLACE MACRO activity_kind(item_kind, item_name) AS
-CASE WHEN item_kind IN ('memcpy', 'memset') THEN item_kind
-     WHEN item_name IN (SELECT name FROM communication_kernel_names) THEN 'communication' ELSE 'compute' END;
+gpu_time_class(item_kind, item_name IN (SELECT name FROM communication_kernel_names));
 
 -- Busy intervals of every lane of a run, for utilization: top-level CPU ops (lane 'cpu', any
 -- thread) and GPU work per device (lane 'gpu:N'), classified as compute, communication (the
@@ -24,7 +30,7 @@ FROM events WHERE is_top_level_op  -- the rows of cpu_ops WHERE is_top_level
 UNION ALL
 SELECT run_id, 'gpu:' || coalesce(device::VARCHAR, '?'), device, activity_kind(work_kind, name),
        step, event_id, ts_ns, ts_ns + dur_ns, launch_event_id IS NOT NULL
-FROM device_work(['kernel', 'memcpy', 'memset']);
+FROM device_work();
 
 -- Busy time by interval union (overlapping intervals counted once) of the `activity` rows whose
 -- kind is in `kinds`, per run and lane; per step too when by_step is true (else step is NULL),
@@ -72,7 +78,7 @@ WITH skipped AS (
     AND (NOT linked_only OR has_launch) AND run_id NOT IN (SELECT run_id FROM skipped)
   UNION ALL
   SELECT run_id, device, NULL::BIGINT, ts_ns, ts_ns + dur_ns, activity_kind(work_kind, name)
-  FROM device_events(['kernel', 'memcpy', 'memset'])
+  FROM device_events()
   WHERE NOT (by_step OR linked_only) AND dur_ns >= 0 AND run_id NOT IN (SELECT run_id FROM skipped)
 ), iv AS (
   -- each kind counts in its own 31-bit digit of one number, so one running sum carries all four

@@ -41,20 +41,20 @@ CREATE OR REPLACE MACRO critical_path_work(run_ids) AS TABLE
 WITH w AS (
   SELECT g.run_id, g.event_id, g.name, g.ts_ns, g.ts_ns + g.dur_ns AS end_ns, g.device, g.stream, g.work_kind,
          l.event_id AS launch_event_id, l.pid AS launch_pid, l.tid AS launch_tid, l.ts_ns AS launch_ts_ns, l.step
-  FROM device_events(['kernel', 'memcpy', 'memset']) g
+  FROM device_events() g
   LEFT JOIN launch_calls l ON l.run_id = g.run_id AND l.correlation = g.correlation
   WHERE g.run_id IN (SELECT unnest(run_ids)) AND g.dur_ns IS NOT NULL
 ), names AS (
   SELECT name, kernel_collective(any_value(name)) IS NOT NULL AS is_comm FROM w WHERE work_kind = 'kernel' GROUP BY name
 ), p AS (
-  SELECT w.*, CASE WHEN w.work_kind <> 'kernel' THEN 'gpu_copy' WHEN n.is_comm THEN 'communication' ELSE 'gpu_compute' END AS kind,
+  SELECT w.*, gpu_time_class(w.work_kind, n.is_comm) AS kind,
          lag(w.event_id) OVER s AS prev_event_id, lag(w.end_ns) OVER s AS prev_end_ns, lag(w.ts_ns) OVER s AS prev_ts_ns
   FROM w LEFT JOIN names n USING (name)
   WINDOW s AS (PARTITION BY w.run_id, w.device, w.stream ORDER BY w.ts_ns, w.event_id)
 ), stream_waits AS (
   -- Kineto's GPU-side record of a cudaStreamWaitEvent: its stream waits for the work queued on
   -- wait_on_stream before the cudaEventRecord it names (wait_on_cuda_event_record_corr_id)
-  SELECT x.run_id, x.event_id, coalesce(x.device, TRY_CAST(x.pid AS BIGINT)) AS device, x.stream, x.correlation, x.ts_ns,
+  SELECT x.run_id, x.event_id, device_of(x.device, x.pid) AS device, x.stream, x.correlation, x.ts_ns,
          max(a.int_value) FILTER (WHERE a.key = 'wait_on_stream') AS on_stream,
          max(a.int_value) FILTER (WHERE a.key = 'wait_on_cuda_event_record_corr_id') AS record_correlation
   FROM events x JOIN args a ON a.run_id = x.run_id AND a.event_id = x.event_id
@@ -66,7 +66,7 @@ WITH w AS (
   SELECT run_id, correlation, min(ts_ns) AS ts_ns FROM events
   WHERE run_id IN (SELECT unnest(run_ids)) AND phase = 'X' AND correlation IS NOT NULL
     AND category IN (SELECT category FROM event_categories WHERE is_runtime)
-    AND name IN ('cudaStreamWaitEvent', 'cudaEventRecord', 'cudaEventRecordWithFlags', 'hipStreamWaitEvent', 'hipEventRecord', 'hipEventRecordWithFlags')
+    AND is_stream_event_call_name(name)
   GROUP BY ALL
 ), wait_times AS (
   SELECT x.*, coalesce(c.ts_ns, x.ts_ns) AS call_ts_ns, coalesce(r.ts_ns, c.ts_ns, x.ts_ns) AS record_ts_ns
@@ -107,9 +107,9 @@ WITH w AS (
 ), g AS (
   SELECT b.*, sum(CASE WHEN waits_on_prev AND NOT is_cut THEN 0 ELSE 1 END) OVER s AS chain,
          row_number() OVER s AS stream_index,
-         sum(CASE WHEN prev_kind = 'gpu_compute' THEN prev_busy_ns ELSE 0 END) OVER s AS cum_compute_ns,
+         sum(CASE WHEN prev_kind = 'compute' THEN prev_busy_ns ELSE 0 END) OVER s AS cum_compute_ns,
          sum(CASE WHEN prev_kind = 'communication' THEN prev_busy_ns ELSE 0 END) OVER s AS cum_comm_ns,
-         sum(CASE WHEN prev_kind = 'gpu_copy' THEN prev_busy_ns ELSE 0 END) OVER s AS cum_copy_ns,
+         sum(CASE WHEN prev_kind IN ('memcpy', 'memset') THEN prev_busy_ns ELSE 0 END) OVER s AS cum_copy_ns,
          sum(gap_ns) OVER s AS cum_gap_ns
   FROM b
   WINDOW s AS (PARTITION BY run_id, device, stream ORDER BY ts_ns, event_id ROWS UNBOUNDED PRECEDING)
@@ -145,7 +145,7 @@ WITH s AS (
   GROUP BY ALL
 ), w AS (
   SELECT run_id, event_id, coalesce(device, -1) AS device, stream, ts_ns + dur_ns AS end_ns
-  FROM device_events(['kernel', 'memcpy', 'memset']) WHERE run_id IN (SELECT unnest(run_ids)) AND dur_ns IS NOT NULL
+  FROM device_events() WHERE run_id IN (SELECT unnest(run_ids)) AND dur_ns IS NOT NULL
 ), keyed AS MATERIALIZED (
   -- each work under the keys a call may look it up by: any work of the run; its stream on its
   -- device; its stream on any device
@@ -297,9 +297,9 @@ WITH RECURSIVE work AS MATERIALIZED (
              w.stream_index AS w_stream_index, h.stream_index AS h_stream_index,
              h.ts_ns AS h_ts_ns, h.cum_compute_ns AS h_cum_compute_ns, h.cum_comm_ns AS h_cum_comm_ns, h.cum_copy_ns AS h_cum_copy_ns, h.cum_gap_ns AS h_cum_gap_ns,
              -- the work's own time up to where the walk came in
-             CASE WHEN w.kind = 'gpu_compute' THEN greatest(least(w.end_ns, p.ts_ns) - greatest(w.ts_ns, p.window_start_ns), 0) ELSE 0 END AS own_compute_ns,
+             CASE WHEN w.kind = 'compute' THEN greatest(least(w.end_ns, p.ts_ns) - greatest(w.ts_ns, p.window_start_ns), 0) ELSE 0 END AS own_compute_ns,
              CASE WHEN w.kind = 'communication' THEN greatest(least(w.end_ns, p.ts_ns) - greatest(w.ts_ns, p.window_start_ns), 0) ELSE 0 END AS own_comm_ns,
-             CASE WHEN w.kind = 'gpu_copy' THEN greatest(least(w.end_ns, p.ts_ns) - greatest(w.ts_ns, p.window_start_ns), 0) ELSE 0 END AS own_copy_ns,
+             CASE WHEN w.kind IN ('memcpy', 'memset') THEN greatest(least(w.end_ns, p.ts_ns) - greatest(w.ts_ns, p.window_start_ns), 0) ELSE 0 END AS own_copy_ns,
              -- where the element ends on the stream: the chain's first work, else this one
              CASE WHEN p.window_start_ns <= h.ts_ns THEN h.event_id ELSE w.event_id END AS m_event_id,
              CASE WHEN p.window_start_ns <= h.ts_ns THEN h.waits_on_prev ELSE w.waits_on_prev END AS m_waits_on_prev,

@@ -73,10 +73,11 @@ CREATE OR REPLACE MACRO dtype_kind_rank(dtype) AS CASE WHEN dtype = 'bool' THEN 
 
 -- Which formula applies to an op, and its category. Exact names (rows without '%') pick the
 -- formula (`model`) and the category; LIKE patterns (rows with '%') give a category only, the most
--- specific (longest) matching pattern winning. Ops matching no row are 'other'. The rows come from
--- traceduck's Python vocabulary; a session can add its own (`INSERT INTO op_categories VALUES
--- ('mylib::gelu', 'elementwise', 'unary', 'my op')`): an exact name with a model gets that formula when
--- its inputs are laid out as the model expects (see `op_cost`).
+-- specific (longest) matching pattern winning; ops matching none that are named after a collective
+-- (`is_collective_name`) are 'communication', the others 'other'. The rows come from
+-- sql/reference/op_categories.csv; a session can add its own (`INSERT INTO op_categories VALUES
+-- ('mylib::gelu', 'elementwise', 'unary', 'my op')`): an exact name with a model gets that formula,
+-- reading its inputs where `op_signatures` says the model's ops have them (see `op_cost`).
 CREATE TABLE IF NOT EXISTS op_categories (
   -- Op name (exact) or a LIKE pattern with '%' (e.g. 'c10d::%').
   pattern VARCHAR,
@@ -88,12 +89,41 @@ CREATE TABLE IF NOT EXISTS op_categories (
   note VARCHAR
 );
 
+-- Where the inputs of the ops with a cost formula are, and what their signatures fix: the one
+-- definition of op signatures that `op_cost` reads its formulas' arguments by. A row gives one
+-- argument of one op (`op`), or of every op of a formula (`model`, `op` NULL) that has no row of
+-- its own for that argument: its input position (as shapes.input_index), or a value the signature
+-- fixes (conv2d is not transposed; a comparison's result is bool). Arguments by model: gemm a, b
+-- (or weight, [n, k]), bias, out_dtype and rank (of both matrices); conv input, weight, bias,
+-- stride, padding, dilation, transposed, output_padding, groups; attention query, key, value,
+-- layout (bhsd: [.., S, D]; bshd: [B, S, H, D]), attn_mask, is_causal or custom_mask_type,
+-- cu_seqlens_q (varlen), window_size_left and _right; the norms input, weight, bias, training,
+-- out (written in place of a result), residual (added first, in place); softmax input, dtype or
+-- half_to_float; unary input; binary input, other, result_dtype; reduction input, dim, dtype (an
+-- overload with the dtype there reduces every dim), other (an overload with it is elementwise),
+-- result_dtype; embedding weight, indices; gather input, dim, index. The rows come from
+-- sql/reference/op_signatures.csv; a session can add its own.
+CREATE TABLE IF NOT EXISTS op_signatures (
+  -- Formula (op_categories.model) whose ops the row is for when op is NULL, else NULL.
+  model VARCHAR,
+  -- Op name (exact), or NULL for the default of every op of model.
+  op VARCHAR,
+  -- What the input or value is, e.g. 'bias', 'is_causal', 'transposed'.
+  argument VARCHAR,
+  -- 0-based position of the input (shapes.input_index), NULL when the signature fixes a value instead.
+  input INTEGER,
+  -- The value the signature fixes (text, as `Concrete Inputs` writes it), NULL for an input.
+  value VARCHAR,
+  -- The signature, or what the row is about.
+  note VARCHAR
+);
+
 -- Peak dense throughput of GPUs by name as the trace's deviceProperties spell it (the figures
 -- without 2:4 sparsity), from the vendors' public spec pages (`source`). One row per spelling; a row
 -- with num_sms matches only devices with that many SMs / CUs (AMD's driver names some parts
 -- 'AMD Radeon Graphics', told apart by their CUs). AMD's MI250X and MI250 show each of their two
 -- dies as one device: their rows hold one die's half of the card's figures. The rows come from
--- traceduck's Python vocabulary; a session can add its own.
+-- sql/reference/device_peaks.csv; a session can add its own.
 CREATE TABLE IF NOT EXISTS device_peaks (
   -- The device, e.g. 'H100 SXM'.
   device VARCHAR,
@@ -153,7 +183,8 @@ CREATE OR REPLACE MACRO peak_tflops_for(dtype, fp32_tflops, bf16_tflops, fp16_tf
   WHEN dtype = 'float16' THEN fp16_tflops WHEN dtype LIKE 'float8%' THEN fp8_tflops END;
 
 -- The category and cost formula of every CPU op name in the runs, from `op_categories`: the row
--- of the exact name, else the longest LIKE pattern that matches (category only), else 'other'.
+-- of the exact name, else the longest LIKE pattern that matches (category only), else
+-- 'communication' for a name named after a collective (`is_collective_name`), else 'other'.
 -- @column name VARCHAR Op name.
 -- @column category VARCHAR GEMM, convolution, attention, elementwise, normalisation, reduction, communication, copy or other.
 -- @column model VARCHAR Cost formula of op_cost for the name, NULL when none.
@@ -165,7 +196,8 @@ WITH names AS (
   FROM names n JOIN op_categories c ON contains(c.pattern, '%') AND n.name LIKE c.pattern
   GROUP BY n.name
 )
-SELECT n.name, coalesce(e.category, p.category, 'other') AS category, e.model
+SELECT n.name, coalesce(e.category, p.category, CASE WHEN is_collective_name(n.name) THEN 'communication' END, 'other') AS category,
+       e.model
 FROM names n
 LEFT JOIN (SELECT * FROM op_categories WHERE NOT contains(pattern, '%')) e ON e.pattern = n.name
 LEFT JOIN by_pattern p ON p.name = n.name;
@@ -233,6 +265,57 @@ WITH RECURSIVE ops AS MATERIALIZED (
   SELECT o.run_id, o.event_id, o.name, o.parent_op_id, o.call_site, o.step, coalesce(n.category, 'other') AS category,
          n.model
   FROM cpu_ops o LEFT JOIN op_name_categories n ON n.name = o.name
+), codes AS (
+  SELECT DISTINCT scalar_type, torch_name, elem_bytes FROM dtypes WHERE scalar_type IS NOT NULL
+), signatures AS (
+  -- each op's arguments (`op_signatures`): its own rows, else its model's; input positions 1-based,
+  -- as in `ins`; the element size of a result dtype the signature fixes
+  SELECT s.*, TRY_CAST(s.rank_value AS INTEGER) AS rank,
+         (SELECT c.elem_bytes FROM codes c WHERE c.torch_name = s.result_dtype) AS result_eb
+  FROM (
+    SELECT name,
+           max(arg_pos) FILTER (WHERE arg_name = 'a') AS a, max(arg_pos) FILTER (WHERE arg_name = 'b') AS b,
+           max(arg_pos) FILTER (WHERE arg_name = 'weight') AS weight,
+           max(arg_pos) FILTER (WHERE arg_name = 'bias') AS bias,
+           max(arg_pos) FILTER (WHERE arg_name = 'out_dtype') AS out_dtype,
+           max(arg_pos) FILTER (WHERE arg_name = 'input') AS input,
+           max(arg_pos) FILTER (WHERE arg_name = 'stride') AS stride,
+           max(arg_pos) FILTER (WHERE arg_name = 'padding') AS padding,
+           max(arg_pos) FILTER (WHERE arg_name = 'dilation') AS dilation,
+           max(arg_pos) FILTER (WHERE arg_name = 'groups') AS groups,
+           max(arg_pos) FILTER (WHERE arg_name = 'transposed') AS transposed,
+           max(arg_pos) FILTER (WHERE arg_name = 'output_padding') AS output_padding,
+           max(arg_pos) FILTER (WHERE arg_name = 'query') AS query,
+           max(arg_pos) FILTER (WHERE arg_name = 'key') AS key,
+           max(arg_pos) FILTER (WHERE arg_name = 'value') AS value,
+           max(arg_pos) FILTER (WHERE arg_name = 'attn_mask') AS attn_mask,
+           max(arg_pos) FILTER (WHERE arg_name = 'is_causal') AS is_causal,
+           max(arg_pos) FILTER (WHERE arg_name = 'custom_mask_type') AS custom_mask_type,
+           max(arg_pos) FILTER (WHERE arg_name = 'cu_seqlens_q') AS cu_seqlens_q,
+           max(arg_pos) FILTER (WHERE arg_name = 'window_size_left') AS window_size_left,
+           max(arg_pos) FILTER (WHERE arg_name = 'window_size_right') AS window_size_right,
+           max(arg_pos) FILTER (WHERE arg_name = 'training') AS training,
+           max(arg_pos) FILTER (WHERE arg_name = 'out') AS out,
+           max(arg_pos) FILTER (WHERE arg_name = 'residual') AS residual,
+           max(arg_pos) FILTER (WHERE arg_name = 'dtype') AS dtype,
+           max(arg_pos) FILTER (WHERE arg_name = 'half_to_float') AS half_to_float,
+           max(arg_pos) FILTER (WHERE arg_name = 'other') AS other,
+           max(arg_pos) FILTER (WHERE arg_name = 'dim') AS dim,
+           max(arg_pos) FILTER (WHERE arg_name = 'indices') AS indices,
+           max(arg_pos) FILTER (WHERE arg_name = 'index') AS index,
+           max(arg_fixed) FILTER (WHERE arg_name = 'rank') AS rank_value,
+           max(arg_fixed) FILTER (WHERE arg_name = 'transposed') AS transposed_value,
+           max(arg_fixed) FILTER (WHERE arg_name = 'output_padding') AS output_padding_value,
+           max(arg_fixed) FILTER (WHERE arg_name = 'layout') AS layout,
+           max(arg_fixed) FILTER (WHERE arg_name = 'result_dtype') AS result_dtype
+    FROM (
+      SELECT n.name, g.argument AS arg_name, g.input + 1 AS arg_pos, g.value AS arg_fixed
+      FROM (SELECT DISTINCT name, model FROM ops WHERE model IS NOT NULL) n
+      JOIN op_signatures g ON g.op = n.name OR (g.op IS NULL AND g.model = n.model)
+      QUALIFY rank() OVER (PARTITION BY n.name, g.argument ORDER BY g.op IS NULL) = 1
+    )
+    GROUP BY name
+  ) s
 ), m AS MATERIALIZED (
   -- the ops with a formula that recorded shapes, and their inputs in order (list_sort on the position:
   -- no ordered aggregate); the other ops' inputs are read only where asked for (the last SELECT)
@@ -245,37 +328,32 @@ WITH RECURSIVE ops AS MATERIALIZED (
   FROM ops o JOIN shapes s ON s.run_id = o.run_id AND s.event_id = o.event_id AND s.member_index IS NULL
   WHERE o.model IS NOT NULL
   GROUP BY o.run_id, o.event_id
-), codes AS (
-  SELECT DISTINCT scalar_type, torch_name, elem_bytes FROM dtypes WHERE scalar_type IS NOT NULL
 ),
--- GEMM family: the matrices A [.., m, k] and B [k, n] (linear's weight is [n, k]), a bias
+-- GEMM family: the matrices A [.., m, k] and B [k, n] (or a weight [n, k], as linear's), a bias
 gemm_in AS (
-  SELECT run_id, event_id, name, ins,
-         CASE WHEN name IN ('aten::addmm', 'aten::baddbmm') THEN ins[2] ELSE ins[1] END AS a,
-         CASE WHEN name IN ('aten::addmm', 'aten::baddbmm') THEN ins[3] ELSE ins[2] END AS b,
-         CASE WHEN name IN ('aten::addmm', 'aten::baddbmm') THEN ins[1] WHEN name = 'aten::linear' THEN ins[3]
-              WHEN name = 'aten::_scaled_mm' THEN ins[5] END AS bias
-  FROM m WHERE model = 'gemm'
+  SELECT run_id, event_id, name, ins, sig.rank, sig.weight IS NOT NULL AS is_nk,
+         ins[sig.a] AS a, ins[coalesce(sig.weight, sig.b)] AS b, ins[sig.bias] AS bias,
+         (SELECT c.elem_bytes FROM codes c WHERE c.scalar_type = TRY_CAST(ins[sig.out_dtype].c AS INTEGER)) AS out_dtype_eb
+  FROM m LEFT JOIN signatures sig USING (name) WHERE model = 'gemm'
 ), gemm_mkn AS (
   SELECT g.*, len(a.dims) AS la, len(b.dims) AS lb,
-         CASE WHEN name = 'aten::linear' THEN a.dims[len(a.dims)] WHEN len(a.dims) = 0 THEN NULL
+         CASE WHEN is_nk THEN a.dims[len(a.dims)] WHEN len(a.dims) = 0 THEN NULL
               ELSE a.dims[len(a.dims)] END AS k,
-         CASE WHEN name = 'aten::linear' THEN (CASE WHEN len(b.dims) = 2 THEN b.dims[2] END)
+         CASE WHEN is_nk THEN (CASE WHEN len(b.dims) = 2 THEN b.dims[2] END)
               WHEN len(b.dims) = 1 THEN b.dims[1] WHEN len(b.dims) >= 2 THEN b.dims[len(b.dims) - 1] END AS kb,
-         CASE WHEN name = 'aten::linear' THEN a.numel // nullif(a.dims[len(a.dims)], 0)
+         CASE WHEN is_nk THEN a.numel // nullif(a.dims[len(a.dims)], 0)
               WHEN len(a.dims) = 1 THEN 1 ELSE a.dims[len(a.dims) - 1] END AS m_,
-         CASE WHEN name = 'aten::linear' THEN (CASE WHEN len(b.dims) = 2 THEN b.dims[1] END)
+         CASE WHEN is_nk THEN (CASE WHEN len(b.dims) = 2 THEN b.dims[1] END)
               WHEN len(b.dims) = 1 THEN 1 ELSE b.dims[len(b.dims)] END AS n_,
-         CASE WHEN name = 'aten::linear' THEN 1::HUGEINT
+         CASE WHEN is_nk THEN 1::HUGEINT
               ELSE dims_numel(broadcast_dims(CASE WHEN len(a.dims) > 2 THEN a.dims[1:len(a.dims) - 2] ELSE [] END,
                                              CASE WHEN len(b.dims) > 2 THEN b.dims[1:len(b.dims) - 2] ELSE [] END)) END AS batch,
-         CASE WHEN name IN ('aten::mm', 'aten::addmm', 'aten::_scaled_mm') THEN len(a.dims) = 2 AND len(b.dims) = 2
-              WHEN name IN ('aten::bmm', 'aten::baddbmm') THEN len(a.dims) = 3 AND len(b.dims) = 3 AND a.dims[1] = b.dims[1]
-              WHEN name = 'aten::linear' THEN len(a.dims) >= 1 AND len(b.dims) = 2
+         CASE WHEN rank = 2 THEN len(a.dims) = 2 AND len(b.dims) = 2
+              WHEN rank = 3 THEN len(a.dims) = 3 AND len(b.dims) = 3 AND a.dims[1] = b.dims[1]
+              WHEN is_nk THEN len(a.dims) >= 1 AND len(b.dims) = 2
               ELSE len(a.dims) >= 1 AND len(b.dims) >= 1 END AS fits,
          bias.dtype IS NOT NULL AS has_bias,
-         coalesce(CASE WHEN name = 'aten::_scaled_mm' THEN (SELECT c.elem_bytes FROM codes c WHERE c.scalar_type = TRY_CAST(ins[7].c AS INTEGER)) END,
-                  a.eb) AS out_eb
+         coalesce(out_dtype_eb, a.eb) AS out_eb
   FROM gemm_in g
 ), gemm AS (
   SELECT run_id, event_id, 'gemm' AS model, a.dtype,
@@ -284,17 +362,15 @@ gemm_in AS (
   FROM gemm_mkn
 ),
 -- convolutions: input [n, c, spatial..] (or unbatched [c, spatial..]), weight [c_out, c_in/groups, k..]
--- (transposed: [c_in, c_out/groups, k..]), bias, and the parameters by position in each signature
+-- (transposed: [c_in, c_out/groups, k..]), bias, and the parameters where each signature has them
 conv_in AS (
-  SELECT run_id, event_id, name, ins[1] AS x, ins[2] AS w, ins[3] AS bias,
-         ins[4].c AS stride_c, ins[5].c AS pad_c,
-         CASE WHEN name LIKE 'aten::conv_transpose%' THEN ins[8].c ELSE ins[6].c END AS dil_c,
-         CASE WHEN name LIKE 'aten::conv_transpose%' THEN true WHEN name LIKE 'aten::conv_d' THEN false
-              ELSE concrete_bool(ins[7].c) END AS transposed,
-         CASE WHEN name LIKE 'aten::conv_transpose%' THEN ins[6].c WHEN name LIKE 'aten::conv_d' THEN '[0]'
-              ELSE ins[8].c END AS outpad_c,
-         CASE WHEN name LIKE 'aten::conv%d' THEN ins[7].c ELSE ins[9].c END AS groups_c
-  FROM m WHERE model = 'conv'
+  SELECT run_id, event_id, name, ins[sig.input] AS x, ins[sig.weight] AS w, ins[sig.bias] AS bias,
+         ins[sig.stride].c AS stride_c, ins[sig.padding].c AS pad_c, ins[sig.dilation].c AS dil_c,
+         CASE WHEN sig.transposed IS NOT NULL THEN concrete_bool(ins[sig.transposed].c)
+              ELSE concrete_bool(sig.transposed_value) END AS transposed,
+         CASE WHEN sig.output_padding IS NOT NULL THEN ins[sig.output_padding].c ELSE sig.output_padding_value END AS outpad_c,
+         ins[sig.groups].c AS groups_c
+  FROM m LEFT JOIN signatures sig USING (name) WHERE model = 'conv'
 ), conv_p AS (
   SELECT *, len(w.dims) - 2 AS nd, len(x.dims) = len(w.dims) AS batched,
          concrete_ints(stride_c) AS s, concrete_ints(dil_c) AS d, concrete_ints(outpad_c) AS op,
@@ -323,29 +399,20 @@ conv_in AS (
     AND list_bool_and(list_transform(os, lambda v: v > 0))
 ),
 -- attention: q, k, v in [.., S, D] (SDPA) or [B, S, H, D] (flash / efficient forward, flash_attn);
--- the causal flag, a mask or bias, a varlen marker (cu_seqlens given) and flash_attn's window, by position
+-- the causal flag, a mask or bias, a varlen marker (cu_seqlens given) and flash_attn's window, where
+-- each signature has them
 attn_in AS (
-  SELECT run_id, event_id, name, ins[1] AS q, ins[2] AS k, ins[3] AS v,
-         name IN ('aten::_flash_attention_forward', 'aten::_efficient_attention_forward', 'flash_attn::_flash_attn_forward') AS is_bshd,
-         CASE name WHEN 'aten::scaled_dot_product_attention' THEN concrete_bool(ins[6].c)
-                   WHEN 'aten::_scaled_dot_product_flash_attention' THEN concrete_bool(ins[5].c)
-                   WHEN 'aten::_scaled_dot_product_flash_attention_for_cpu' THEN concrete_bool(ins[5].c)
-                   WHEN 'aten::_scaled_dot_product_efficient_attention' THEN concrete_bool(ins[7].c)
-                   WHEN 'aten::_scaled_dot_product_cudnn_attention' THEN concrete_bool(ins[7].c)
-                   WHEN 'aten::_flash_attention_forward' THEN concrete_bool(ins[9].c)
-                   WHEN 'aten::_efficient_attention_forward' THEN TRY_CAST(ins[10].c AS INTEGER) <> 0
-                   WHEN 'flash_attn::_flash_attn_forward' THEN concrete_bool(ins[6].c) END AS causal,
-         CASE name WHEN 'aten::scaled_dot_product_attention' THEN ins[4]
-                   WHEN 'aten::_scaled_dot_product_flash_attention_for_cpu' THEN ins[6]
-                   WHEN 'aten::_scaled_dot_product_efficient_attention' THEN ins[4]
-                   WHEN 'aten::_scaled_dot_product_cudnn_attention' THEN ins[4]
-                   WHEN 'aten::_efficient_attention_forward' THEN ins[4] END AS mask,
-         CASE name WHEN 'aten::_flash_attention_forward' THEN ins[4].dtype IS NOT NULL
-                   WHEN 'aten::_efficient_attention_forward' THEN ins[5].dtype IS NOT NULL ELSE false END AS is_varlen,
-         CASE WHEN name = 'flash_attn::_flash_attn_forward' THEN
-                coalesce(TRY_CAST(ins[7].c AS BIGINT), -1) <> -1 OR coalesce(TRY_CAST(ins[8].c AS BIGINT), -1) <> -1
+  SELECT run_id, event_id, name, ins[sig.query] AS q, ins[sig.key] AS k, ins[sig.value] AS v,
+         coalesce(sig.layout = 'bshd', false) AS is_bshd,
+         CASE WHEN sig.is_causal IS NOT NULL THEN concrete_bool(ins[sig.is_causal].c)
+              WHEN sig.custom_mask_type IS NOT NULL THEN TRY_CAST(ins[sig.custom_mask_type].c AS INTEGER) <> 0 END AS causal,
+         ins[sig.attn_mask] AS mask,
+         CASE WHEN sig.cu_seqlens_q IS NOT NULL THEN ins[sig.cu_seqlens_q].dtype IS NOT NULL ELSE false END AS is_varlen,
+         CASE WHEN sig.window_size_left IS NOT NULL OR sig.window_size_right IS NOT NULL THEN
+                coalesce(TRY_CAST(ins[sig.window_size_left].c AS BIGINT), -1) <> -1
+                OR coalesce(TRY_CAST(ins[sig.window_size_right].c AS BIGINT), -1) <> -1
               ELSE false END AS is_windowed
-  FROM m WHERE model = 'attention'
+  FROM m LEFT JOIN signatures sig USING (name) WHERE model = 'attention'
 ), attn_s AS (
   SELECT *,
          CASE WHEN is_bshd THEN q.dims[2] ELSE q.dims[len(q.dims) - 1] END AS sq,
@@ -361,23 +428,21 @@ attn_in AS (
            + q.numel // nullif(dqk, 0) * dv * q.eb AS bytes
   FROM attn_s
 ),
--- normalisations: the input x, weight and bias by position, and what the op writes
+-- normalisations: the input x, weight and bias where each signature has them, and what the op
+-- writes: a result of x's size, nothing more when it writes into an output it takes (out, counted
+-- in its inputs), x and the residual when it adds the residual in place
 norm_in AS (
-  SELECT run_id, event_id, name, model, in_bytes,
-         CASE WHEN name = '_C::rms_norm' THEN ins[2] ELSE ins[1] END AS x,
-         CASE WHEN model IN ('batch_norm') OR name = 'aten::native_group_norm' THEN ins[2]
-              WHEN name = '_C::fused_add_rms_norm' OR model IN ('layer_norm', 'rms_norm', 'group_norm') THEN ins[3] END AS w,
-         CASE WHEN model = 'batch_norm' OR name = 'aten::native_group_norm' THEN ins[3]
-              WHEN model IN ('layer_norm', 'group_norm') THEN ins[4] END AS b,
-         CASE WHEN model = 'batch_norm' THEN concrete_bool(ins[6].c) END AS training,
-         CASE name WHEN '_C::rms_norm' THEN 0::HUGEINT WHEN '_C::fused_add_rms_norm' THEN ins[1].bytes + ins[2].bytes
-                   ELSE ins[1].bytes END AS written
-  FROM m WHERE model IN ('layer_norm', 'rms_norm', 'batch_norm', 'group_norm')
+  SELECT run_id, event_id, name, model, in_bytes, sig.residual IS NOT NULL AS adds_residual,
+         ins[sig.input] AS x, ins[sig.weight] AS w, ins[sig.bias] AS b,
+         concrete_bool(ins[sig.training].c) AS training,
+         CASE WHEN sig.out IS NOT NULL THEN 0::HUGEINT WHEN sig.residual IS NOT NULL THEN ins[sig.input].bytes + ins[sig.residual].bytes
+              ELSE ins[sig.input].bytes END AS written
+  FROM m LEFT JOIN signatures sig USING (name) WHERE model IN ('layer_norm', 'rms_norm', 'batch_norm', 'group_norm')
 ), norm AS (
   SELECT run_id, event_id, model, x.dtype,
          CASE WHEN x.dtype IS NULL THEN NULL
               WHEN model IN ('layer_norm', 'group_norm') THEN norm_flops(x.numel, 3, 2, w.dtype IS NOT NULL, b.dtype IS NOT NULL)
-              WHEN model = 'rms_norm' THEN norm_flops(x.numel, 2 + CASE WHEN name = '_C::fused_add_rms_norm' THEN 1 ELSE 0 END, 1,
+              WHEN model = 'rms_norm' THEN norm_flops(x.numel, 2 + CASE WHEN adds_residual THEN 1 ELSE 0 END, 1,
                                                       w.dtype IS NOT NULL, false)
               WHEN training THEN norm_flops(x.numel, 3, 2, w.dtype IS NOT NULL, b.dtype IS NOT NULL)
               WHEN NOT training THEN norm_flops(x.numel, 0, 2, w.dtype IS NOT NULL, b.dtype IS NOT NULL) END AS flops,
@@ -385,33 +450,37 @@ norm_in AS (
   FROM norm_in
 ),
 -- softmax and log_softmax: the result takes float32 when half_to_float is set, or the dtype argument
-softmax AS (
-  SELECT run_id, event_id, model, ins[1].dtype AS dtype,
-         CASE WHEN ins[1].dtype IS NOT NULL THEN softmax_flops(ins[1].numel) END AS flops,
-         ins[1].bytes + ins[1].numel * CASE
-           WHEN name IN ('aten::_softmax', 'aten::_log_softmax') THEN
-             CASE WHEN concrete_bool(ins[3].c) THEN 4 WHEN NOT concrete_bool(ins[3].c) OR ins[1].eb = 4 THEN ins[1].eb END
-           ELSE coalesce((SELECT c.elem_bytes FROM codes c WHERE c.scalar_type = TRY_CAST(ins[3].c AS INTEGER)),
-                         CASE WHEN ins[3].c = '' OR ins[1].eb = 4 THEN ins[1].eb END) END AS bytes
-  FROM m WHERE model = 'softmax'
+softmax_in AS (
+  SELECT run_id, event_id, model, ins[sig.input] AS x, ins[sig.half_to_float].c AS half_to_float_c, ins[sig.dtype].c AS dtype_c,
+         sig.half_to_float IS NOT NULL AS has_half_to_float
+  FROM m LEFT JOIN signatures sig USING (name) WHERE model = 'softmax'
+), softmax AS (
+  SELECT run_id, event_id, model, x.dtype,
+         CASE WHEN x.dtype IS NOT NULL THEN softmax_flops(x.numel) END AS flops,
+         x.bytes + x.numel * CASE
+           WHEN has_half_to_float THEN
+             CASE WHEN concrete_bool(half_to_float_c) THEN 4 WHEN NOT concrete_bool(half_to_float_c) OR x.eb = 4 THEN x.eb END
+           ELSE coalesce((SELECT c.elem_bytes FROM codes c WHERE c.scalar_type = TRY_CAST(dtype_c AS INTEGER)),
+                         CASE WHEN dtype_c = '' OR x.eb = 4 THEN x.eb END) END AS bytes
+  FROM softmax_in
 ),
 -- elementwise: unary ops read and write x once; binary ops broadcast their two inputs (a scalar
 -- argument reads nothing), comparisons and logical ops write bool, in-place ops write their first input
 unary AS (
-  SELECT run_id, event_id, model, ins[1].dtype AS dtype,
-         CASE WHEN ins[1].dtype IS NOT NULL THEN ins[1].numel END AS flops, 2 * ins[1].bytes AS bytes
-  FROM m WHERE model = 'unary'
+  SELECT run_id, event_id, model, ins[sig.input].dtype AS dtype,
+         CASE WHEN ins[sig.input].dtype IS NOT NULL THEN ins[sig.input].numel END AS flops, 2 * ins[sig.input].bytes AS bytes
+  FROM m LEFT JOIN signatures sig USING (name) WHERE model = 'unary'
 ), bin_in AS (
-  SELECT run_id, event_id, name, ins[1] AS a, ins[2] AS b,
-         name SIMILAR TO 'aten::(eq|ne|lt|le|gt|ge|logical_and|logical_or|logical_xor)' AS is_compare,
+  SELECT run_id, event_id, name, ins[sig.input] AS a, ins[sig.other] AS b, sig.result_eb,
          suffix(name, '_') AS is_inplace,
-         CASE WHEN suffix(name, '_') THEN ins[1].dims ELSE broadcast_dims(ins[1].dims, coalesce(ins[2].dims, [])) END AS out_dims
-  FROM m WHERE model = 'binary'
+         CASE WHEN suffix(name, '_') THEN ins[sig.input].dims
+              ELSE broadcast_dims(ins[sig.input].dims, coalesce(ins[sig.other].dims, [])) END AS out_dims
+  FROM m LEFT JOIN signatures sig USING (name) WHERE model = 'binary'
 ), bin AS (
   SELECT run_id, event_id, 'binary' AS model, a.dtype,
          CASE WHEN a.dtype IS NOT NULL THEN dims_numel(out_dims) END AS flops,
          a.bytes + coalesce(b.bytes, 0) + dims_numel(out_dims) * CASE
-           WHEN is_compare THEN 1 WHEN is_inplace OR b.dtype IS NULL THEN a.eb
+           WHEN result_eb IS NOT NULL THEN result_eb WHEN is_inplace OR b.dtype IS NULL THEN a.eb
            WHEN len(b.dims) = 0 AND len(a.dims) > 0 AND dtype_kind_rank(b.dtype) <= dtype_kind_rank(a.dtype) THEN a.eb
            WHEN len(a.dims) = 0 AND len(b.dims) > 0 AND dtype_kind_rank(a.dtype) <= dtype_kind_rank(b.dtype) THEN b.eb
            WHEN dtype_kind_rank(a.dtype) <> dtype_kind_rank(b.dtype) THEN
@@ -420,14 +489,13 @@ unary AS (
   FROM bin_in WHERE a.dtype IS NOT NULL
 ),
 -- reductions: the dims reduced come from the dim argument ('' or [] = every dim; overloads without
--- one reduce everything); max/min with a second tensor are elementwise, not reductions
+-- one reduce everything: the input alone, or the input and a dtype); max/min with a second tensor
+-- are elementwise, not reductions
 red_in AS (
-  SELECT run_id, event_id, name, ins[1] AS x,
-         CASE WHEN len(ins) = 1 OR (name IN ('aten::sum', 'aten::mean', 'aten::prod') AND len(ins) = 2) THEN ''
-              WHEN name IN ('aten::norm', 'aten::linalg_vector_norm') THEN ins[3].c ELSE ins[2].c END AS dim_c,
-         CASE WHEN name IN ('aten::argmax', 'aten::argmin') THEN 8 WHEN name IN ('aten::all', 'aten::any') THEN 1
-              ELSE ins[1].eb END AS out_eb
-  FROM m WHERE model = 'reduction' AND NOT (name IN ('aten::max', 'aten::min') AND ins[2].dtype IS NOT NULL)
+  SELECT run_id, event_id, name, ins[sig.input] AS x,
+         CASE WHEN len(ins) = 1 OR len(ins) = sig.dtype THEN '' ELSE ins[sig.dim].c END AS dim_c,
+         coalesce(sig.result_eb, ins[sig.input].eb) AS out_eb
+  FROM m LEFT JOIN signatures sig USING (name) WHERE model = 'reduction' AND NOT coalesce(ins[sig.other].dtype IS NOT NULL, false)
 ), red_d AS (
   SELECT *, CASE WHEN trim(dim_c) IN ('', '[]') OR len(x.dims) = 0 THEN x.dims
                  ELSE list_transform(concrete_ints(dim_c), lambda i: x.dims[CASE WHEN i < 0 THEN i + len(x.dims) + 1 ELSE i + 1 END]) END AS reduced
@@ -439,14 +507,16 @@ red_in AS (
   FROM red_d
 ),
 -- gathers, bytes only: the indices, and the rows read and written
-gather AS (
-  SELECT run_id, event_id, model, CASE WHEN model = 'embedding' THEN ins[1].dtype ELSE ins[1].dtype END AS dtype,
-         0::HUGEINT AS flops,
-         CASE WHEN model = 'embedding' AND len(ins[1].dims) = 2 THEN ins[2].bytes + 2 * ins[2].numel * ins[1].dims[2] * ins[1].eb
-              WHEN model = 'gather' AND TRY_CAST(ins[2].c AS BIGINT) IS NOT NULL THEN
-                ins[3].bytes + 2 * (ins[1].numel // nullif(ins[1].dims[(TRY_CAST(ins[2].c AS BIGINT) + len(ins[1].dims)) % greatest(len(ins[1].dims), 1) + 1], 0))
-                                 * ins[3].numel * ins[1].eb END AS bytes
-  FROM m WHERE model IN ('embedding', 'gather')
+gather_in AS (
+  SELECT run_id, event_id, model, ins[coalesce(sig.weight, sig.input)] AS x, ins[coalesce(sig.indices, sig.index)] AS i,
+         TRY_CAST(ins[sig.dim].c AS BIGINT) AS dim
+  FROM m LEFT JOIN signatures sig USING (name) WHERE model IN ('embedding', 'gather')
+), gather AS (
+  SELECT run_id, event_id, model, x.dtype, 0::HUGEINT AS flops,
+         CASE WHEN model = 'embedding' AND len(x.dims) = 2 THEN i.bytes + 2 * i.numel * x.dims[2] * x.eb
+              WHEN model = 'gather' AND dim IS NOT NULL THEN
+                i.bytes + 2 * (x.numel // nullif(x.dims[(dim + len(x.dims)) % greatest(len(x.dims), 1) + 1], 0)) * i.numel * x.eb END AS bytes
+  FROM gather_in
 ),
 -- copies: what `tensor_copies` says each moves
 copies AS (
@@ -464,7 +534,7 @@ copies AS (
 -- GPU's memory, so they have no place on its roofline
 direct AS (
   SELECT run_id, op_event_id AS event_id, sum(dur_ns) AS dur_ns
-  FROM device_work(['kernel', 'memcpy', 'memset'])
+  FROM device_work()
   WHERE op_event_id IS NOT NULL AND (work_kind <> 'memcpy' OR name LIKE 'Memcpy DtoD%')
   GROUP BY ALL
 ), tree AS MATERIALIZED (

@@ -21,14 +21,17 @@ from .engine import Engine
 from .errors import ExportError, InputError
 from .folded import write_folded
 from .store import Store, short_id
+from .units import NS_PER
 
 _BATCH = 65536
 _EVENT_COLUMNS = ["event_id", "phase", "category", "name", "pid", "tid", "pid_is_text", "tid_is_text", "ts_ns",
                   "dur_ns", "extra"]
 _ARG_COLUMNS = ["event_id", "key", "value_type", "int_value", "real_value", "string_value"]
 
-# The events of a window that have a place on the timeline: everything but metadata (M) and flows.
-_TIMELINE = "coalesce(phase, '') NOT IN ('M', 's', 't', 'f') AND ts_ns IS NOT NULL"
+# The events of a window that have a place on the timeline: every phase but those of `trace_phases`
+# that are not (metadata and flows), unknown phases included.
+_TIMELINE = ("coalesce(phase, '') NOT IN (SELECT phase FROM trace_phases WHERE NOT is_timeline) "
+             "AND ts_ns IS NOT NULL")
 
 # A step: its CPU events (`events.step`, any thread), the device work launched from them (matched
 # by correlation through `launches`, so work that runs after the CPU window has ended is in), and
@@ -69,7 +72,7 @@ _CONTEXT_STATEMENTS = [
        SELECT event_id, coalesce(category, '') AS flow_cat, pid, tid, ts_ns,
               coalesce(flow_id::VARCHAR, json_extract(extra, '$.id')::VARCHAR, json_extract(extra, '$.id2')::VARCHAR,
                        'event ' || event_id) AS flow_key
-       FROM events WHERE phase IN ('s', 't', 'f')""",
+       FROM events WHERE phase IN (SELECT phase FROM trace_phases WHERE kind = 'flow')""",
     """CREATE TABLE _export_candidates AS
        SELECT f.event_id, f.flow_cat, f.flow_key, t.track_key + f.ts_ns AS at_key
        FROM _export_flows f JOIN _export_tracks t ON t.pid = f.pid AND t.tid = f.tid
@@ -106,8 +109,7 @@ _SECRET_KEY = re.compile(r"TOKEN|SECRET|PASSWORD|KEY|CREDENTIAL|AUTH", re.I)
 _ENV_KEYS = frozenset(("env", "environ", "environment"))
 REDACTED = "<redacted>"
 
-_UNIT_NS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
-_OFFSET = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*(ns|us|ms|s)\s*")
+_OFFSET = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*(" + "|".join(NS_PER) + r")\s*")
 
 
 def parse_offset(text: str, option: str = "--start") -> int:
@@ -116,14 +118,13 @@ def parse_offset(text: str, option: str = "--start") -> int:
     if not m:
         raise ExportError(f"{option} {text!r} is not a time with a unit",
                           "Write it like 12.5ms, 300us, 2s or 1500ns: a time after the run's start")
-    return int(Decimal(m.group(1)) * _UNIT_NS[m.group(2)])
+    return int(Decimal(m.group(1)) * NS_PER[m.group(2)])
 
 
 def offset_text(ns: int) -> str:
     """Integer ns in the largest unit that shows it exactly in at most 3 decimals: 12.5ms, 300us."""
-    for unit in ("s", "ms", "us"):
-        size = _UNIT_NS[unit]
-        if ns >= size and ns % (size // 1000) == 0:
+    for unit, size in reversed(NS_PER.items()):
+        if unit != "ns" and ns >= size and ns % (size // 1000) == 0:
             return f"{(Decimal(ns) / size).normalize():f}{unit}"
     return f"{ns}ns"
 

@@ -6,11 +6,14 @@ from __future__ import annotations
 import decimal
 import re
 
-# Durations and timestamps: unit suffix -> ns per unit.
-TIME_UNITS = {"ns": 1, "us": 1_000, "ms": 1_000_000}
-_STEPS = (("ns", 1), ("us", 1e3), ("ms", 1e6), ("s", 1e9))
+# Time units, the one table of them: unit -> ns per unit, smallest first (durations shown, times
+# parsed and written by export).
+NS_PER = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
+# The units of time columns, by suffix (`dur_ns`, `total_ms`; no column is in seconds).
+TIME_UNITS = {unit: size for unit, size in NS_PER.items() if unit != "s"}
+_STEPS = tuple((unit, float(size)) for unit, size in NS_PER.items())
 _SIZES = ("B", "KB", "MB", "GB", "TB", "PB")
-_TIME_COLUMN = re.compile(r"^(?P<base>.+)_(?P<unit>ns|us|ms)$")
+_TIME_COLUMN = re.compile(r"^(?P<base>.+)_(?P<unit>" + "|".join(TIME_UNITS) + ")$")
 # Points in time: the ends of a span, not lengths (they read as offsets from the run's start).
 _INSTANT = re.compile(r"^(?:ts|start|end|first|last)$|_(?:ts|start|end)$")
 # Integers that name something: printed as they are (no separators), so they paste back into a query.

@@ -37,16 +37,11 @@ from .streaming import Cut, StreamingEvents
 
 # Below this many raw bytes, worker processes cost more than they save.
 PARALLEL_MIN_BYTES = 24 << 20
-# Event categories (device, op, step marker, known) are traceduck's vocabulary in reference.py,
-# shared with the views.
-TIMELINE_PHASES = ("X", "i", "I", "B", "n", "P")
+# Event categories (device, op, step marker, known) and trace phases (known, nesting) are
+# traceduck's vocabulary in sql/reference (reference.py), shared with the views and export.
 MERGE_MEMORY = "256MB"  # DuckDB's share while merging; it spills to disk beyond this
 NEST_BATCH = 1 << 18
 _RANK_IN_NAME = re.compile(r"(?:rank|worker)[-_]?(\d+)", re.I)
-# Chrome trace event phases; anything else (and any category not in reference.EVENT_CATEGORIES)
-# is kept and counted in runs.warnings.
-KNOWN_PHASES = ("B", "E", "X", "i", "I", "C", "b", "n", "e", "s", "t", "f", "P", "N", "O", "D", "M", "R", "c",
-                "(", ")")
 LONG_NAME_CHARS = 1 << 16
 NO_EVENTS = "traceEvents holds no events"
 # Positions of skipped traceEvents items listed in the warning's key, at most.
@@ -401,19 +396,19 @@ def _merge(path: Path, tmp: Path, parts: Path, layout: TraceLayout, results: lis
         con.execute(reference_sql())  # the name macros, and the reference tables to fill
         reference.fill(con, ["event_categories"])
         # Sort the timeline events by track and time, in DuckDB; nest them in batches.
-        con.execute("CREATE TEMP TABLE p AS SELECT ?::BIGINT[] AS offsets, ?::VARCHAR[] AS timeline_phases",
-                    [offsets, list(TIMELINE_PHASES)])
+        con.execute("CREATE TEMP TABLE p AS SELECT ?::BIGINT[] AS offsets, ?::VARCHAR[] AS nesting_phases",
+                    [offsets, list(reference.NESTING_PHASES)])
         warnings.update(_event_warnings(con, parts))
         windows = _step_windows(con, parts, base_ns)
         reader = con.sql(
             f"""SELECT hash(coalesce(c.is_device, false), x.pid, x.tid) AS track,
                        p.offsets[x.chunk + 1] + x.local_idx AS event_id, x.ts_ns,
                        x.ts_ns + greatest(coalesce(x.dur_ns, 0), 0) AS end_ns,
-                       CASE WHEN x.category = 'python_function' THEN x.name END AS pyframe, x.call_stack_id,
+                       CASE WHEN c.kind = 'python' THEN x.name END AS pyframe, x.call_stack_id,
                        coalesce(c.is_op AND NOT coalesce(x.name LIKE c.annotation_name_like, false), false) AS is_op
                 FROM read_parquet('{_q(str(parts / "events-*.parquet"))}') x
                 LEFT JOIN event_categories c ON c.category = x.category CROSS JOIN p
-                WHERE x.ts_ns IS NOT NULL AND list_contains(p.timeline_phases, x.phase)
+                WHERE x.ts_ns IS NOT NULL AND list_contains(p.nesting_phases, x.phase)
                 ORDER BY track, x.ts_ns, end_ns DESC, event_id"""
         ).to_arrow_reader(NEST_BATCH)
         watch.lap("merge: sort for nesting")
@@ -541,7 +536,7 @@ def _event_warnings(con: duckdb.DuckDBPyConnection, parts: Path) -> Counter:
                                     AND (extra IS NULL OR json_extract(extra, '$.dur') IS NULL)),
                    count(*) FILTER (strlen(name) > ?)
             FROM read_parquet('{_q(str(parts / "events-*.parquet"))}')""",
-        [list(KNOWN_PHASES), list(reference.KNOWN_CATEGORIES), LONG_NAME_CHARS]).fetchone()
+        [list(reference.KNOWN_PHASES), list(reference.KNOWN_CATEGORIES), LONG_NAME_CHARS]).fetchone()
     kinds = ("event without ph", "unknown phase (ph)", "unknown category (cat)", "event without ts (not metadata)",
              "complete event (X) without dur", f"name longer than {LONG_NAME_CHARS:,} bytes")
     return Counter({k: n for k, n in zip(kinds, row) if n})
