@@ -100,7 +100,9 @@ def test_findings_of_a_trace_made_by_hand(samples_store, tmp_path):
     # CPU self time: 600 + 50 us, aten::mm has 600 / 650 = 92.3% of it
     f = one(rows, "dominant op")
     assert (f["value"], f["unit"], f["pct"], f["time_ns"]) == (92.3, "%", 92.3, 600_000)
-    assert f["detail"] == "aten::mm is 92% of CPU self time (0.600 ms)"
+    assert f["detail"] == ("aten::mm (input shapes not recorded: profile with record_shapes=True) (no Python stack: profile "
+                           "with with_stack=True): 0.600 ms per step (0.600 ms over the one profiled step), 1.0 calls per "
+                           "step; 92.3% of CPU self time")
     # every kernel ran 15 us shorter than its launch: the one step is launch-bound, 10 x 15 us at stake
     f = one(rows, "launch-bound steps")
     assert (f["value"], f["unit"], f["time_ns"]) == (1, "steps", 150_000)

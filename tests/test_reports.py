@@ -214,7 +214,13 @@ def test_overview_says_what_dominates(cpu_store):
     pct = 100 * expected["aten::copy_"] / sum(expected.values())
     rows = report(cpu_store, "overview", run="nostack")
     findings = [r["detail"] for r in rows if r["section"] == "finding"]
-    assert f"aten::copy_ is {pct:.0f}% of CPU self time ({expected['aten::copy_'] / 1e6:.3f} ms)" in findings
+    # with_stack=False: the finding names the shape and says which setting would give the call site
+    copy = next(f for f in findings if f.startswith("aten::copy_ over [[65536, 1, 576], [65536, 1, 576], []] "
+                                                     "float8_e4m3fn -> bfloat16"))
+    assert "(no Python stack: profile with with_stack=True)" in copy
+    assert f"{expected['aten::copy_'] / 3 / 1e6:.3f} ms per step ({expected['aten::copy_'] / 1e6:.3f} ms over the 3 " \
+           "profiled steps)" in copy  # every copy_ of this trace is inside the 3 steps
+    assert copy.endswith(f"; {pct:.1f}% of CPU self time")
     assert any(f.startswith("one copy/cast group moves 453.0 MB per step ([65536, 1, 576] float8_e4m3fn -> bfloat16")
                for f in findings)
     fixed = report(cpu_store, "overview", run="fixed")

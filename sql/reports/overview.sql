@@ -74,17 +74,132 @@ step_stats AS (
          sum(kernels) FILTER (WHERE is_bound) AS kernels, sum(short_kernels) FILTER (WHERE is_bound) AS short_kernels,
          sum(short_gap_ns) FILTER (WHERE is_bound) AS short_gap_ns, bool_or(step IS NULL) AS whole_run
   FROM (SELECT *, kernels >= 10 AND 2 * short_kernels > kernels AS is_bound FROM launch_windows) GROUP BY run_id
+), timed AS (
+  -- the time a finding about ops is about: CPU self time of each op, and GPU time of each kernel on
+  -- the op that launched it
+  SELECT run_id, 'CPU self time' AS basis, name, call_site, self_dur_ns AS ns, event_id AS op_event_id
+  FROM cpu_ops WHERE run_id IN (SELECT run_id FROM sel)
+  UNION ALL
+  SELECT run_id, 'GPU time', op_name, call_site, dur_ns, op_event_id
+  FROM gpu_kernels WHERE run_id IN (SELECT run_id FROM sel) AND op_event_id IS NOT NULL
+), basis_tot AS (
+  SELECT run_id, 'CPU self time' AS basis, self_ns AS ns FROM cpu_tot
+  UNION ALL
+  SELECT run_id, 'GPU time', kernel_ns FROM gpu_tot
+), site_ops AS (
+  SELECT run_id, basis, call_site, name, sum(ns) AS ns, sum(sum(ns)) OVER (PARTITION BY run_id, basis, call_site) AS site_ns
+  FROM timed WHERE call_site IS NOT NULL GROUP BY run_id, basis, call_site, name
+), hot AS MATERIALIZED (
+  -- what findings describe: an op with 25% or more of its run's CPU self time or GPU time, and a
+  -- function (call site) with 25% or more where two or more of its ops each carry 10% of its time
+  SELECT t.run_id, t.basis, 'op' AS kind, t.name AS subject, sum(t.ns) AS ns, any_value(b.ns) AS basis_ns
+  FROM timed t JOIN basis_tot b USING (run_id, basis) GROUP BY ALL
+  HAVING sum(t.ns) > 0 AND sum(t.ns) >= 0.25 * any_value(b.ns)
+  UNION ALL
+  SELECT s.run_id, s.basis, 'function', s.call_site, sum(s.ns), any_value(b.ns)
+  FROM site_ops s JOIN basis_tot b USING (run_id, basis) GROUP BY s.run_id, s.basis, s.call_site
+  HAVING sum(s.ns) >= 0.25 * any_value(b.ns) AND count(*) FILTER (WHERE s.ns >= 0.1 * s.site_ns) >= 2
+), hot_calls AS MATERIALIZED (
+  -- every call behind a finding, with its shape, call site and caller (`op_calls`); a kernel's
+  -- shape and call site are those of the op that launched it
+  SELECT h.run_id, h.basis, h.kind, h.subject, t.ns, c.name, c.step, c.call_site, c.caller_chain, c.dims_text,
+         c.dtypes_text, c.input_bytes
+  FROM hot h
+  JOIN timed t ON t.run_id = h.run_id AND t.basis = h.basis
+              AND ((h.kind = 'op' AND t.name = h.subject) OR (h.kind = 'function' AND t.call_site = h.subject))
+  JOIN op_calls c ON c.run_id = t.run_id AND c.event_id = t.op_event_id
+), hot_steps AS (
+  SELECT run_id, basis, kind, subject, step, sum(ns) AS ns FROM hot_calls WHERE step IS NOT NULL GROUP BY ALL
+), hot_shapes AS (
+  SELECT run_id, basis, kind, subject, name, dims_text, dtypes_text, sum(ns) AS ns, count(*) AS shape_calls,
+         count(*) FILTER (WHERE step IS NOT NULL) AS shape_calls_in_steps,
+         row_number() OVER (PARTITION BY run_id, basis, kind, subject ORDER BY sum(ns) DESC, name, dims_text, dtypes_text) AS pos
+  FROM hot_calls GROUP BY run_id, basis, kind, subject, name, dims_text, dtypes_text
+), hot_sites AS (
+  SELECT run_id, basis, kind, subject, call_site, sum(ns) AS site_total_ns, arg_max(caller_chain, ns) AS caller_chain,
+         row_number() OVER (PARTITION BY run_id, basis, kind, subject ORDER BY sum(ns) DESC, call_site) AS pos
+  FROM hot_calls GROUP BY run_id, basis, kind, subject, call_site
+), recorded AS (
+  -- what the trace records: input shapes (record_shapes=True), Python stacks (with_stack=True)
+  SELECT r.run_id, EXISTS (SELECT 1 FROM shapes s WHERE s.run_id = r.run_id) AS has_shapes,
+         EXISTS (SELECT 1 FROM stacks s WHERE s.run_id = r.run_id) AS has_stacks
+  FROM runs r WHERE r.run_id IN (SELECT run_id FROM hot)
+), hot_summary AS (
+  SELECT h.*, coalesce(s.n_steps, 0) AS n_steps, coalesce(hs.steps_present, 0) AS steps_present, hs.max_step_ns,
+         c.in_steps_ns, c.calls, c.calls_in_steps, c.bytes_in_steps, c.bytes,
+         sh.name AS top_name, sh.dims_text, sh.dtypes_text, sh.ns AS shape_ns, sh.shape_calls, sh.shape_calls_in_steps,
+         st.call_site AS top_site, st.site_total_ns AS site_ns, st.caller_chain,
+         rec.has_shapes, rec.has_stacks
+  FROM hot h
+  LEFT JOIN step_stats s USING (run_id)
+  JOIN (SELECT run_id, basis, kind, subject, sum(ns) FILTER (WHERE step IS NOT NULL) AS in_steps_ns, count(*) AS calls,
+               count(*) FILTER (WHERE step IS NOT NULL) AS calls_in_steps,
+               sum(input_bytes) FILTER (WHERE step IS NOT NULL) AS bytes_in_steps, sum(input_bytes) AS bytes
+        FROM hot_calls GROUP BY ALL) c USING (run_id, basis, kind, subject)
+  LEFT JOIN hot_shapes sh ON (sh.run_id, sh.basis, sh.kind, sh.subject, sh.pos) = (h.run_id, h.basis, h.kind, h.subject, 1)
+  LEFT JOIN hot_sites st ON (st.run_id, st.basis, st.kind, st.subject, st.pos) = (h.run_id, h.basis, h.kind, h.subject, 1)
+  JOIN recorded rec USING (run_id)
+  LEFT JOIN (SELECT run_id, basis, kind, subject, count(*) AS steps_present, max(ns) AS max_step_ns FROM hot_steps GROUP BY ALL) hs
+    USING (run_id, basis, kind, subject)
+), hot_text AS (
+  -- the parts of each finding's sentence
+  SELECT *,
+         CASE WHEN dims_text IS NOT NULL THEN printf(' over %s %s', dims_text, dtypes_text)
+              WHEN has_shapes THEN ' (no input shapes recorded for it)'
+              ELSE ' (input shapes not recorded: profile with record_shapes=True)' END AS shape_part,
+         CASE WHEN top_site IS NOT NULL THEN printf(' at %s', top_site)
+              WHEN has_stacks THEN ' (no Python call site: only torch or library frames)'
+              ELSE ' (no Python stack: profile with with_stack=True)' END AS site_part,
+         CASE WHEN caller_chain IS NULL THEN ''
+              WHEN len(string_split(caller_chain, ' < ')) <= 3 THEN printf(' (called from %s)', caller_chain)
+              ELSE printf(' (called from %s < ... < %s)', string_split(caller_chain, ' < ')[1],
+                          string_split(caller_chain, ' < ')[-1]) END AS caller_part,
+         CASE WHEN n_steps > 0 THEN
+                printf('%.3f ms per step (%.3f ms over the %s%s), %s calls per step%s%s',
+                       in_steps_ns / n_steps / 1e6, in_steps_ns / 1e6,
+                       CASE WHEN n_steps = 1 THEN 'one profiled step' ELSE printf('%d profiled steps', n_steps) END,
+                       CASE WHEN steps_present < n_steps THEN printf('; present in %d of %d steps, at most %.3f ms in one',
+                                                                     steps_present, n_steps, max_step_ns / 1e6) ELSE '' END,
+                       round(calls_in_steps / n_steps, 2)::VARCHAR,
+                       CASE WHEN kind = 'op' AND dims_text IS NOT NULL AND shape_calls_in_steps < calls_in_steps
+                            THEN printf(' (%s of that shape)', round(shape_calls_in_steps / n_steps, 2)::VARCHAR) ELSE '' END,
+                       CASE WHEN bytes_in_steps > 0 THEN printf(', reads %s of inputs per step',
+                                                               formatReadableDecimalSize((bytes_in_steps / n_steps)::BIGINT)) ELSE '' END)
+              ELSE printf('%.3f ms in the run (no profiler steps), %d calls%s%s', ns / 1e6, calls,
+                          CASE WHEN kind = 'op' AND dims_text IS NOT NULL AND shape_calls < calls
+                               THEN printf(' (%d of that shape)', shape_calls) ELSE '' END,
+                          CASE WHEN bytes > 0 THEN printf(', reads %s of inputs', formatReadableDecimalSize(bytes::BIGINT)) ELSE '' END)
+         END AS time_part
+  FROM hot_summary
+), top_ops_text AS (
+  SELECT x.run_id, x.basis, x.kind, x.subject,
+         string_agg(printf('%s%s (%.0f%%)', x.name,
+                           CASE WHEN x.dims_text IS NOT NULL THEN printf(' over %s %s', x.dims_text, x.dtypes_text) ELSE '' END,
+                           100.0 * x.ns / h.ns), '; ' ORDER BY x.pos) AS ops
+  FROM hot_shapes x JOIN hot h USING (run_id, basis, kind, subject)
+  WHERE x.kind = 'function' AND x.pos <= 4 GROUP BY x.run_id, x.basis, x.kind, x.subject
 ), findings AS (
-  SELECT o.run_id, 'dominant op' AS item, round(100.0 * o.self_ns / t.self_ns, 1) AS value, '%' AS unit,
-         round(100.0 * o.self_ns / t.self_ns, 1) AS pct, o.self_ns::BIGINT AS time_ns,
-         printf('%s is %.0f%% of CPU self time (%.3f ms)', o.name, 100.0 * o.self_ns / t.self_ns, o.self_ns / 1e6) AS detail
-  FROM ops o JOIN cpu_tot t USING (run_id) WHERE o.rank = 1 AND o.self_ns >= 0.25 * t.self_ns
+  SELECT t.run_id, CASE WHEN t.kind = 'op' THEN 'dominant op' ELSE 'dominant function' END
+                      || CASE WHEN t.basis = 'GPU time' THEN ' (GPU)' ELSE '' END AS item,
+         round(100.0 * t.ns / t.basis_ns, 1) AS value, '%' AS unit, round(100.0 * t.ns / t.basis_ns, 1) AS pct,
+         t.ns::BIGINT AS time_ns,
+         CASE WHEN t.kind = 'op' THEN
+                printf('%s%s%s%s%s: %s; %.1f%% of %s', t.subject,
+                       t.shape_part || CASE WHEN t.dims_text IS NOT NULL AND t.shape_ns < t.ns
+                                            THEN printf(' (%.0f%% of its time)', 100.0 * t.shape_ns / t.ns) ELSE '' END,
+                       t.site_part, CASE WHEN t.top_site IS NOT NULL AND t.site_ns < t.ns
+                                         THEN printf(' (%.0f%% of its time)', 100.0 * t.site_ns / t.ns) ELSE '' END,
+                       t.caller_part, t.time_part, 100.0 * t.ns / t.basis_ns, t.basis)
+              ELSE printf('%s%s is %.1f%% of %s: %s; its top ops: %s', t.subject, t.caller_part,
+                          100.0 * t.ns / t.basis_ns, t.basis, t.time_part, o.ops) END AS detail
+  FROM hot_text t LEFT JOIN top_ops_text o USING (run_id, basis, kind, subject)
   UNION ALL
   SELECT c.run_id, 'largest copy group', round(c.bytes_per_call * c.calls_in_steps / s.n_steps / 1e6, 3), 'MB per step',
          round(100.0 * c.total_bytes / nullif(c.run_bytes, 0), 1), c.dur_ns::BIGINT,
-         printf('one copy/cast group moves %.1f MB per step (%s %s -> %s, %.1f calls per step, in every step) from %s: a whole preallocated buffer each call? It takes %.3f ms',
+         printf('one copy/cast group moves %.1f MB per step (%s %s -> %s, %.1f calls per step, in every step) from %s: a whole preallocated buffer each call? It takes %.3f ms per step (%.3f ms over the %s)',
                 c.bytes_per_call * c.calls_in_steps / s.n_steps / 1e6, c.dims::VARCHAR, c.src_dtype, c.dst_dtype,
-                c.calls_in_steps / s.n_steps, coalesce(c.call_site, '(no Python stack)'), c.dur_ns / 1e6)
+                c.calls_in_steps / s.n_steps, coalesce(c.call_site, '(no Python stack)'), c.dur_ns / s.n_steps / 1e6,
+                c.dur_ns / 1e6, CASE WHEN s.n_steps = 1 THEN 'one profiled step' ELSE printf('%d profiled steps', s.n_steps) END)
   FROM copies c JOIN step_stats s USING (run_id) JOIN cpu_tot t USING (run_id)
   WHERE c.rank = 1 AND c.steps_with = s.n_steps AND c.total_bytes > 0 AND c.dur_ns >= 0.1 * t.self_ns
   UNION ALL

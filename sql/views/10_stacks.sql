@@ -54,3 +54,36 @@ SELECT run_id, stack_id,
          FILTER (WHERE frame LIKE 'nn.Module: %') AS module_path
 FROM frames
 GROUP BY run_id, stack_id;
+
+-- Who calls each stack's call site: the Python frames from the call site outward up to the first
+-- frame of the user's code in another file (where a fix usually goes, e.g. the model's forward that
+-- calls a helper in attn/indexer.py). Frames that are not the user's code (see `call_sites`) are
+-- passed over; a call site whose stack has no user frame in another file has no caller.
+-- @column run_id VARCHAR Run the stack belongs to.
+-- @column stack_id BIGINT The stack (see `stacks`).
+-- @column call_site VARCHAR Innermost user frame, as in `call_sites`.
+-- @column caller VARCHAR The first user frame outward from the call site in another file, `file(line): function`.
+-- @column caller_chain VARCHAR The user frames after the call site up to the caller, innermost first, joined by ' < '.
+CREATE OR REPLACE VIEW call_chains AS
+WITH frames AS (
+  SELECT s.run_id, s.stack_id, s.frame_index, s.frame, s.file,
+         s.file IS NOT NULL
+           AND NOT EXISTS (SELECT 1 FROM call_site_rules r WHERE s.file LIKE r.pattern)
+           AND NOT EXISTS (SELECT 1 FROM stdlib_functions f WHERE f.file = s.file AND f.function = s.function)
+           AS is_user
+  FROM stacks s
+), user_frames AS (
+  SELECT *, min(frame_index) OVER stack AS site_index, arg_min(file, frame_index) OVER stack AS site_file
+  FROM frames WHERE is_user
+  WINDOW stack AS (PARTITION BY run_id, stack_id)
+), outward AS (
+  SELECT *, min(frame_index) FILTER (WHERE file <> site_file) OVER (PARTITION BY run_id, stack_id) AS caller_index
+  FROM user_frames
+)
+SELECT run_id, stack_id,
+       arg_min(frame, frame_index) AS call_site,
+       arg_min(frame, frame_index) FILTER (WHERE frame_index = caller_index) AS caller,
+       string_agg(frame, ' < ' ORDER BY frame_index) FILTER (WHERE frame_index > site_index AND frame_index <= caller_index)
+         AS caller_chain
+FROM outward
+GROUP BY run_id, stack_id;

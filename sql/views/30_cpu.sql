@@ -54,6 +54,90 @@ FROM (
   GROUP BY run_id, event_id
 );
 
+-- The text of a dim that may be a range: '8', or '1005..1007' when lo and hi differ.
+CREATE OR REPLACE MACRO dim_range_text(lo, hi) AS
+CASE WHEN lo IS NOT DISTINCT FROM hi THEN coalesce(lo::VARCHAR, 'NULL') ELSE lo::VARCHAR || '..' || hi::VARCHAR END;
+
+-- The text of a tensor's dims that may hold ranges (lists lo and hi of one length): '[8, 1005..1007, 64]';
+-- the text DuckDB gives the list lo where lo and hi are equal.
+CREATE OR REPLACE MACRO dims_range_text(lo, hi) AS
+CASE WHEN lo IS NULL THEN NULL
+     ELSE '[' || array_to_string(list_transform(range(1, len(lo) + 1),
+                                                lambda d_at: dim_range_text(lo[d_at], hi[d_at])), ', ') || ']' END;
+
+-- The text of every input's dims that may hold ranges (lists of lists lo and hi):
+-- '[[8, 1005..1007, 64], []]'; input_dims::VARCHAR where lo and hi are equal.
+CREATE OR REPLACE MACRO inputs_range_text(lo, hi) AS
+CASE WHEN lo IS NULL THEN NULL
+     ELSE '[' || array_to_string(list_transform(range(1, len(lo) + 1),
+                                                lambda in_at: coalesce(dims_range_text(lo[in_at], hi[in_at]), 'NULL')),
+                                 ', ') || ']' END;
+
+-- Each op's input dims with the dims that grow with the sequence as ranges. In a decode loop a dim
+-- of an op's inputs often grows by one each step ([1005, 8, 128], [1006, 8, 128], ...). Ops of one
+-- run with the same name, call site, input dtypes and input ranks form a group; when every
+-- profiler step (and the ops outside every step, as one more) holds the same number of distinct
+-- shapes of the group, the k-th shape of each step (in the order of their dims) are one shape that
+-- changes from step to step, and a dim position where their values differ varies. dims_lo/dims_hi
+-- are the op's input dims with each varying position widened to the smallest and largest value it
+-- takes; other dims are the op's own, so two shapes of one step never merge. Reports group ops by
+-- (dims_lo, dims_hi) and show dims_text ('[[1005..1007, 8, 128]]'), or the exact dims when asked.
+-- @column run_id VARCHAR Run of the op.
+-- @column event_id BIGINT The op event.
+-- @column input_dims BIGINT[][] The dims of every input, in order (as `op_inputs`).
+-- @column input_dtypes VARCHAR[] The dtype of every input, in order (as `op_inputs`).
+-- @column dims_lo BIGINT[][] input_dims with each dim that varies across steps at its smallest value.
+-- @column dims_hi BIGINT[][] input_dims with each dim that varies across steps at its largest value.
+-- @column dims_text VARCHAR dims_lo and dims_hi as text, a varying dim as lo..hi: '[[1005..1007, 8, 128]]'.
+-- @column has_range BOOLEAN True when some dim varies across steps.
+CREATE OR REPLACE VIEW op_shapes AS
+WITH ops AS (
+  SELECT o.run_id, o.event_id, o.step, i.input_dims, i.input_dtypes,
+         concat_ws(chr(1), o.name, coalesce(o.call_site, ''), i.input_dtypes::VARCHAR,
+                   list_transform(i.input_dims, lambda d: len(d))::VARCHAR) AS shape_group
+  FROM cpu_ops o JOIN op_inputs i USING (run_id, event_id)
+), step_shapes AS (
+  -- each group's distinct shapes per step, numbered in the order of their dims
+  SELECT *, row_number() OVER (PARTITION BY run_id, shape_group, step ORDER BY input_dims) AS lineage,
+         count(*) OVER (PARTITION BY run_id, shape_group, step) AS shapes_in_step
+  FROM (SELECT DISTINCT run_id, shape_group, step, input_dims FROM ops)
+), steady AS (
+  -- the groups with as many shapes in every step (and more than one step)
+  SELECT run_id, shape_group FROM step_shapes GROUP BY ALL
+  HAVING min(shapes_in_step) = max(shapes_in_step) AND count(DISTINCT coalesce(step, -1)) > 1
+), positions AS (
+  -- one row per dim of each shape of those groups
+  SELECT run_id, shape_group, lineage, in_at, d_at, input_dims[in_at][d_at] AS value
+  FROM (SELECT *, unnest(range(1, coalesce(len(input_dims[in_at]), 0) + 1)) AS d_at
+        FROM (SELECT *, unnest(range(1, len(input_dims) + 1)) AS in_at
+              FROM step_shapes SEMI JOIN steady USING (run_id, shape_group)))
+), varying AS (
+  -- per shape that changes from step to step, the dims whose values differ
+  SELECT run_id, shape_group, lineage,
+         map_from_entries(list({'k': in_at * 1000000 + d_at, 'v': {'lo': lo, 'hi': hi}})) AS ranges
+  FROM (SELECT run_id, shape_group, lineage, in_at, d_at, min(value) AS lo, max(value) AS hi
+        FROM positions GROUP BY ALL HAVING min(value) < max(value))
+  GROUP BY ALL
+), widened AS (
+  SELECT o.run_id, o.event_id, o.input_dims, o.input_dtypes, v.ranges,
+         list_transform(range(1, len(o.input_dims) + 1), lambda in_at:
+           CASE WHEN o.input_dims[in_at] IS NOT NULL THEN list_transform(range(1, len(o.input_dims[in_at]) + 1), lambda d_at:
+             coalesce(v.ranges[in_at * 1000000 + d_at].lo, o.input_dims[in_at][d_at])) END) AS lo,
+         list_transform(range(1, len(o.input_dims) + 1), lambda in_at:
+           CASE WHEN o.input_dims[in_at] IS NOT NULL THEN list_transform(range(1, len(o.input_dims[in_at]) + 1), lambda d_at:
+             coalesce(v.ranges[in_at * 1000000 + d_at].hi, o.input_dims[in_at][d_at])) END) AS hi
+  FROM ops o
+  JOIN step_shapes s ON s.run_id = o.run_id AND s.shape_group = o.shape_group AND s.step IS NOT DISTINCT FROM o.step
+                    AND s.input_dims = o.input_dims
+  LEFT JOIN varying v ON v.run_id = o.run_id AND v.shape_group = o.shape_group AND v.lineage = s.lineage
+)
+SELECT run_id, event_id, input_dims, input_dtypes,
+       CASE WHEN ranges IS NULL THEN input_dims ELSE lo END AS dims_lo,
+       CASE WHEN ranges IS NULL THEN input_dims ELSE hi END AS dims_hi,
+       CASE WHEN ranges IS NULL THEN input_dims::VARCHAR ELSE inputs_range_text(lo, hi) END AS dims_text,
+       ranges IS NOT NULL AS has_range
+FROM widened;
+
 -- Per run and CPU op name: calls and summed self time (report overview's top ops).
 -- @summary
 -- @column run_id VARCHAR Run of the ops.

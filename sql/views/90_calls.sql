@@ -1,0 +1,34 @@
+-- Every CPU op call with what a finding says of it: its shape (dims with the dims that grow with
+-- the sequence as ranges, see `op_shapes`), dtypes, call site and caller (`call_chains`), step, and
+-- the bytes of its tensor inputs. The base of report overview's findings and of reports callers and
+-- callees.
+-- @column run_id VARCHAR Run of the op.
+-- @column event_id BIGINT The op event.
+-- @column name VARCHAR Op name.
+-- @column step BIGINT Profiler step whose window contains the op's start.
+-- @column self_dur_ns BIGINT Self time, ns.
+-- @column dur_ns BIGINT Inclusive duration, ns.
+-- @column stack_id BIGINT Python stack of the op.
+-- @column call_site VARCHAR Innermost user frame of the op's Python stack.
+-- @column caller VARCHAR First user frame outward from the call site in another file (see `call_chains`).
+-- @column caller_chain VARCHAR User frames after the call site up to the caller, innermost first, joined by ' < '.
+-- @column dims_text VARCHAR Dims of every input, varying dims as ranges ('[[8, 1005..1007, 64]]'); NULL without record_shapes.
+-- @column exact_dims_text VARCHAR Dims of every input, exactly as this call had them.
+-- @column dtypes_text VARCHAR A copy's or cast's 'source -> destination' dtype (`tensor_copies`), else the distinct dtypes of its tensor inputs in input order, joined by ', '.
+-- @column input_bytes BIGINT Bytes of its tensor inputs (elements times element size); NULL without shapes.
+CREATE OR REPLACE VIEW op_calls AS
+WITH sizes AS (
+  -- the bytes of each op's tensor inputs
+  SELECT run_id, event_id, sum(bytes)::BIGINT AS input_bytes FROM shapes WHERE member_index IS NULL GROUP BY ALL
+)
+SELECT o.run_id, o.event_id, o.name, o.step, o.self_dur_ns, o.dur_ns, o.stack_id, o.call_site,
+       cc.caller, cc.caller_chain, s.dims_text, s.input_dims::VARCHAR AS exact_dims_text,
+       coalesce(t.src_dtype || ' -> ' || t.dst_dtype,
+                array_to_string(list_filter(s.input_dtypes, lambda d, i: d IS NOT NULL AND list_position(s.input_dtypes, d) = i),
+                                ', ')) AS dtypes_text,
+       z.input_bytes
+FROM cpu_ops o
+LEFT JOIN call_chains cc ON cc.run_id = o.run_id AND cc.stack_id = o.stack_id
+LEFT JOIN op_shapes s ON s.run_id = o.run_id AND s.event_id = o.event_id
+LEFT JOIN sizes z ON z.run_id = o.run_id AND z.event_id = o.event_id
+LEFT JOIN tensor_copies t ON t.run_id = o.run_id AND t.event_id = o.event_id;
