@@ -103,6 +103,7 @@ steps (wait and warmup), so the active steps are numbered 2 to 4: about 29.8 ms 
 buggy run against 1.2 ms in the fixed one."""),
     ("code", """\
 steps = db.report("steps").df()
+steps["dur_ms"] = steps.dur_ns / 1e6
 per_run = steps.groupby("run_name").dur_ms.agg(["count", "mean"])
 assert list(per_run["count"]) == [3, 3], per_run
 assert per_run["mean"]["buggy"] > 20 * per_run["mean"]["fixed"], per_run

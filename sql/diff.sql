@@ -5,15 +5,16 @@
 -- param: by VARCHAR = op {op|kernel|call_site|shape|copy} -- what to group by
 -- param: per_step BOOLEAN = false -- divide times by each run's number of profiler steps (a run without steps: its totals), rounded to the nearest ns
 -- param: threshold_pct DOUBLE = 5 -- changes within this percent of A's time are 'same'
+-- param: exact_dims BOOLEAN = false -- shape and copy keys with each call's exact dims, instead of dims that grow with the sequence as ranges (lo..hi)
 -- column: kind VARCHAR -- what the key is: op, kernel, call_site, shape or copy
--- column: key VARCHAR -- the group: the op or kernel name itself, the call site, 'op [dims...]', or 'call_site | op [dims] src -> dst'
--- column: a_calls BIGINT -- calls in A (totals, also with --per-step); for a call site, calls of its outermost ops
+-- column: key VARCHAR -- the group: the op or kernel name itself, the call site, 'op [dims...]', or 'call_site | op [dims] src -> dst'; dims that vary across steps as lo..hi (see op_shapes) unless exact_dims
+-- column: a_calls BIGINT -- calls in A (totals, also with --per-step); for a call site, calls of its outermost ops; for copies, the outermost copy ops
 -- column: b_calls BIGINT -- calls in B
 -- column: a_calls_per_step DOUBLE -- a_calls divided by A's number of profiler steps, 3 decimals (NULL when A has no steps)
 -- column: b_calls_per_step DOUBLE -- the same for B
--- column: a_dur_ns BIGINT -- summed inclusive dur_ns of the group's events in A, ns (per step with --per-step); for a call site, of its outermost ops only, so nested ops are not counted twice
+-- column: a_dur_ns BIGINT -- summed inclusive dur_ns of the events counted in a_calls, ns (per step with --per-step): for a call site or copies, of the outermost ops only, so nested ops are not counted twice
 -- column: b_dur_ns BIGINT -- the same in B, ns
--- column: a_self_dur_ns BIGINT -- summed self time in A where the group has one (ops, call sites, shapes, copies), ns (per step with --per-step)
+-- column: a_self_dur_ns BIGINT -- summed self time of the events counted in a_calls where it tells their own work (ops and shapes; NULL for call sites and copies, whose outermost ops' time is in nested ops), ns (per step with --per-step)
 -- column: b_self_dur_ns BIGINT -- the same in B, ns
 -- column: delta_ns BIGINT -- b_dur_ns - a_dur_ns
 -- column: ratio DOUBLE -- b_dur_ns / a_dur_ns, 4 decimals (NULL when A has none)
@@ -23,18 +24,22 @@ WITH items AS (
   UNION ALL
   SELECT run_id, 'kernel', name, dur_ns, NULL FROM gpu_kernels WHERE $by = 'kernel'
   UNION ALL
-  -- a call site's calls and inclusive time count only its outermost ops (nested ops share the call site)
-  SELECT o.run_id, 'call_site', coalesce(o.call_site, '(no Python stack)'),
-         CASE WHEN p.event_id IS NULL OR p.call_site IS DISTINCT FROM o.call_site THEN o.dur_ns END, o.self_dur_ns
+  -- a call site counts its outermost ops only (nested ops share the call site): calls and time of the same events
+  SELECT o.run_id, 'call_site', coalesce(o.call_site, '(no Python stack)'), o.dur_ns, NULL
   FROM cpu_ops o LEFT JOIN cpu_ops p ON p.run_id = o.run_id AND p.event_id = o.parent_op_id
-  WHERE $by = 'call_site'
+  WHERE $by = 'call_site' AND (p.event_id IS NULL OR p.call_site IS DISTINCT FROM o.call_site)
   UNION ALL
-  SELECT o.run_id, 'shape', o.name || ' ' || coalesce(i.input_dims_text, '[]'), o.dur_ns, o.self_dur_ns
-  FROM cpu_ops o LEFT JOIN op_inputs i ON i.run_id = o.run_id AND i.event_id = o.event_id WHERE $by = 'shape'
+  SELECT o.run_id, 'shape', o.name || ' ' || coalesce(CASE WHEN $exact_dims THEN s.input_dims::VARCHAR ELSE s.dims_text END, '[]'),
+         o.dur_ns, o.self_dur_ns
+  FROM cpu_ops o LEFT JOIN op_shapes s ON s.run_id = o.run_id AND s.event_id = o.event_id WHERE $by = 'shape'
   UNION ALL
-  SELECT run_id, 'copy', coalesce(call_site, '(no Python stack)') || ' | ' || op_name || ' ' || coalesce(dims::VARCHAR, '?')
-         || ' ' || coalesce(src_dtype, '?') || ' -> ' || coalesce(dst_dtype, '?'), dur_ns, self_dur_ns
-  FROM tensor_copies WHERE $by = 'copy' AND is_outermost
+  SELECT c.run_id, 'copy', coalesce(c.call_site, '(no Python stack)') || ' | ' || c.op_name || ' '
+         || coalesce(CASE WHEN NOT $exact_dims THEN dims_range_text(s.dims_lo[k.source_input + 1], s.dims_hi[k.source_input + 1]) END,
+                     c.dims::VARCHAR, '?')
+         || ' ' || coalesce(c.src_dtype, '?') || ' -> ' || coalesce(c.dst_dtype, '?'), c.dur_ns, NULL
+  FROM tensor_copies c LEFT JOIN copy_ops k ON k.name = c.op_name
+  LEFT JOIN op_shapes s ON s.run_id = c.run_id AND s.event_id = c.event_id
+  WHERE $by = 'copy' AND c.is_outermost
 ), steps_per_run AS (
   SELECT run_id, count(*) AS steps FROM steps WHERE run_id IN ($a, $b) GROUP BY run_id
 ), sums AS (

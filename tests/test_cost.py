@@ -189,7 +189,7 @@ def test_generated_trace_picks_the_h100_and_draws_the_roofline(generated):
     lin = next(r for r in rows if r["op_name"] == "aten::linear")
     flops, nbytes, gpu_ns = exp[min(nested)]
     roof = max(flops / (989.4 * 1e3), nbytes / (3.35 * 1e3))
-    assert (lin["calls"], lin["flops"], lin["bytes"], lin["gpu_dur_ns"]) == (1, flops, nbytes, gpu_ns)
+    assert (lin["calls"], lin["flops"], lin["bytes"], lin["dur_ns"], lin["time_basis"]) == (1, flops, nbytes, gpu_ns, "gpu")
     assert lin["roofline_dur_ns"] == round(roof) and lin["lost_dur_ns"] == gpu_ns - round(roof)
     assert lin["bound"] == ("compute" if flops / nbytes >= 989.4 / 3.35 else "memory")
     assert lin["compute_pct"] == pytest.approx(round(100 * round(flops / gpu_ns / 1e3, 3) / 989.4, 2), abs=0.02)
@@ -209,8 +209,8 @@ def test_unknown_device_says_how_to_give_peaks(generated):
     for run, where in (("unknown", "device 'Fancy GPU'"), ("unnamed", "this run (the trace names no device)")):
         cols, rows = run_report(db, "roofline", runs=[run])
         (row,) = [dict(zip(cols, r)) for r in rows]
-        assert (row["flops"], row["bytes"], row["gpu_dur_ns"]) == (flops, nbytes, 1000)
-        assert row["tflops_per_s"] == round(flops / 1000 / 1e3, 3)
+        assert (row["flops"], row["bytes"], row["dur_ns"]) == (flops, nbytes, 1000)
+        assert row["tflops_per_s"] == round(flops / 1000 / 1e3, 6)
         assert (row["peak_tflops"], row["peak_tbps"], row["bound"], row["roofline_dur_ns"], row["device"]) == (None,) * 5
         assert row["note"] == (f"no peaks known for {where}: pass --param peak_tflops=N --param peak_tbps=N, "
                                "or add a row to device_peaks")
@@ -310,14 +310,22 @@ def test_real_shapes_costs_and_device(tmp_path, trace, device):
 
 
 @pytest.mark.slow  # 4 s
-def test_cpu_run_says_why_peaks_are_missing(tmp_path):
+def test_cpu_run_rates_come_from_cpu_time(tmp_path):
+    """A run without GPU work: the rates are the CPU's, over the ops' inclusive CPU time; no peaks, no note."""
     path = shared_dir() / "cpu" / "full.json"
     traceduck.ingest(path, store=tmp_path / "store", name="cpu")
     db = traceduck.open(tmp_path / "store")
     cols, rows = run_report(db, "roofline")
-    assert rows
-    assert all(r[cols.index("peak_tflops")] is None and r[cols.index("gpu_dur_ns")] is None for r in rows)
-    assert all(r[cols.index("note")].startswith("no GPU time is linked") for r in rows)
+    rows = [dict(zip(cols, r)) for r in rows]
+    assert rows and all(r["time_basis"] == "cpu" and r["peak_tflops"] is None and r["note"] is None for r in rows)
+    # the whole-cache cast, from plain json: aten::to of the fp8 [65536, 1, 576] cache to bf16 (its inclusive time)
+    casts = [e for e in trace_events(load_json(path)) if e.get("name") == "aten::to"
+             and e["args"]["Input Dims"][0] == [65536, 1, 576]]
+    dur_ns = sum(int(round(e["dur"] * 1000)) for e in casts)
+    row = next(r for r in rows if r["op_name"] == "aten::to" and r["input_dims"].startswith("[[65536, 1, 576]"))
+    nbytes = len(casts) * 65536 * 576 * (1 + 2)  # read fp8, write bf16
+    assert (row["calls"], row["dur_ns"], row["bytes"], row["flops"]) == (len(casts), dur_ns, nbytes, 0)
+    assert row["tb_per_s"] == round(nbytes / dur_ns / 1e3, 6) > 0
 
 
 @pytest.mark.slow  # 3 s

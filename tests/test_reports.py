@@ -17,7 +17,7 @@ from traceduck.catalog import all_reports
 from conftest import SAMPLES, load_json, run_report, shared_dir, shared_trace_files, trace_events, union_length
 
 REPORTS = sorted(all_reports())
-EXPECTED_REPORTS = ["collectives", "comm-overlap", "copies-by-call-site", "critical-path", "cuda-graphs", "gpu-utilization",
+EXPECTED_REPORTS = ["callees", "callers", "collectives", "comm-overlap", "copies-by-call-site", "critical-path", "cuda-graphs", "gpu-utilization",
                     "idle", "launch-overhead", "memory", "ops-by-shape", "overview", "ranks", "roofline", "steps", "sync",
                     "time-by-call-site", "top-kernels", "top-ops"]
 
@@ -179,7 +179,7 @@ def test_ops_by_shape_filters_and_lists_every_input(cpu_store):
     rows = report(cpu_store, "ops-by-shape", run="full", params=["op=aten::mm"])
     got = Counter()
     for r in rows:
-        got[json.dumps(r["dims"])] += r["calls"]
+        got[json.dumps(json.loads(r["dims"]))] += r["calls"]  # nothing grows: the dims as DuckDB writes a list
     assert {r["name"] for r in rows} == {"aten::mm"}
     assert got == mms
 
@@ -204,7 +204,7 @@ def test_memory_peak_and_largest_allocation(cpu_store):
     assert largest[0]["op_name"] == "aten::empty_strided"
     assert largest[0]["call_site"] == "gen.py(77): _read_cache"
     start = _start_ns(load_json(shared_dir() / "cpu/full.json"))
-    assert all(r["rel_ts_ns"] == r["ts_ns"] - start >= 0 for r in rows)
+    assert all(r["ts_ns"] - start >= 0 for r in rows)
 
 
 def test_overview_says_what_dominates(cpu_store):
@@ -316,7 +316,7 @@ def test_cuda_graphs_fan_out(gpu_store):
     assert sum(r["gpu_dur_ns"] for r in rows) == sum(ns(e["dur"]) for w in work.values() for e in w)
     assert {(r["match"], r["op_name"]) for r in rows} == {("no_capture", None)}
     start = _start_ns(load_json(shared_dir() / traces["graph"]))
-    assert all(r["rel_ts_ns"] == r["first_ts_ns"] - start >= 0 for r in rows)
+    assert all(r["first_ts_ns"] - start >= 0 for r in rows)
     overview = report(store, "overview", run=ids["graph"])
     assert any(r["item"] == "CUDA graphs" for r in overview)
 

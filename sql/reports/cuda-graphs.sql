@@ -11,7 +11,6 @@
 -- column: call_site VARCHAR -- innermost user frame of the graph launches' Python stack
 -- column: launches BIGINT -- graph launch calls of this graph from this op and call site
 -- column: first_ts_ns BIGINT -- start of the first of those calls, ns (absolute, as in events.ts_ns)
--- column: rel_ts_ns BIGINT -- the same from the run's start (runs.start_ns), ns
 -- column: kernels_per_launch BIGINT -- kernels, copies and sets each launch ran
 -- column: streams_per_launch BIGINT -- streams they ran on; above 1 the order of a launch's kernels across streams is by start, which can differ from the order of capture: check the ops
 -- column: match VARCHAR -- how the graph was matched to a captured one: kernel_count, kernel_kinds, same_ops, ambiguous, no_match, no_capture (see graph_kernel_ops); no_work for launches whose work is not in the trace
@@ -57,7 +56,7 @@ WITH work AS MATERIALIZED (
   SELECT *, NULL::DOUBLE AS graph_pct FROM idle
 )
 SELECT x.run_id, r.name AS run_name, x.replay_graph, x.graph_id, x.launch_op_name, x.call_site, x.launches,
-       x.first_ts_ns, x.first_ts_ns - r.start_ns AS rel_ts_ns, x.kernels_per_launch, x.streams_per_launch, x.match, x.graph_index,
+       x.first_ts_ns, x.kernels_per_launch, x.streams_per_launch, x.match, x.graph_index,
        x.op_name, x.top_op_name, x.kernels, x.gpu_dur_ns, x.graph_pct,
        round(100.0 * x.gpu_dur_ns / nullif(t.total, 0), 2) AS gpu_pct
 FROM rows x JOIN runs r USING (run_id) LEFT JOIN totals t USING (run_id)

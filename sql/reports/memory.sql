@@ -12,7 +12,6 @@
 -- column: op_name VARCHAR -- CPU op that made the allocation (at the peak: the op of the allocation that reached it)
 -- column: call_site VARCHAR -- innermost user frame of the allocation's Python stack
 -- column: ts_ns BIGINT -- when the allocation (or the peak) happened, ns (absolute, as in events.ts_ns; by call site: the first allocation)
--- column: rel_ts_ns BIGINT -- the same from the run's start (runs.start_ns), ns
 WITH mem AS (
   SELECT e.run_id, e.event_id, e.ts_ns, e.cpu_op_id, e.stack_id,
          max(a.int_value) FILTER (WHERE a.key = 'Bytes') AS bytes,
@@ -47,7 +46,6 @@ WITH mem AS (
          coalesce(call_site, '(no Python stack)') AS call_site, min(ts_ns) AS ts_ns
   FROM m WHERE bytes > 0 GROUP BY run_id, coalesce(call_site, '(no Python stack)')
 )
-SELECT x.run_id, r.name AS run_name, x.section, x.rank, x.device, x.bytes, x.allocations, x.op_name, x.call_site, x.ts_ns,
-       x.ts_ns - r.start_ns AS rel_ts_ns
+SELECT x.run_id, r.name AS run_name, x.section, x.rank, x.device, x.bytes, x.allocations, x.op_name, x.call_site, x.ts_ns
 FROM (SELECT * FROM peak UNION ALL SELECT * FROM largest UNION ALL SELECT * FROM by_site) x JOIN runs r USING (run_id)
 ORDER BY x.run_id, CASE x.section WHEN 'peak' THEN 0 WHEN 'largest allocation' THEN 1 ELSE 2 END, x.rank

@@ -1,20 +1,21 @@
 -- title: Ops by input shapes and call site
--- description: Ops grouped by name, the dims of every input, and call site, with calls and self time: one big op or many small ones, and where. Filter with --param op=aten::mul.
+-- description: Ops grouped by name, the dims of every input (dims that grow with the sequence as ranges, see op_shapes), and call site, with calls and self time: one big op or many small ones, and where. Filter with --param op=aten::mul.
 -- per-run: true
 -- empty: no CPU ops (or none matching --param op) in the selected runs
 -- param: op VARCHAR = '' -- only ops with this name ('' for all ops)
+-- param: exact_dims BOOLEAN = false -- group by each call's exact dims instead of showing dims that grow with the sequence as ranges (lo..hi)
 -- column: run_id VARCHAR -- run of the ops
 -- column: run_name VARCHAR -- name of the run
 -- column: name VARCHAR -- op name
--- column: dims BIGINT[][] -- dims of every input, in input order ([] for scalars)
+-- column: dims VARCHAR -- dims of every input, in input order ([] for scalars); dims that vary across steps as lo..hi (see op_shapes) unless exact_dims
 -- column: call_site VARCHAR -- innermost user frame of the op's Python stack
 -- column: calls BIGINT -- number of calls
 -- column: self_dur_ns BIGINT -- total self time, ns
 -- column: self_pct DOUBLE -- share of the run's total op self time, percent
 -- column: total_dur_ns BIGINT -- total inclusive time, ns
 WITH ops AS (
-  SELECT o.*, d.input_dims AS dims
-  FROM cpu_ops o LEFT JOIN op_inputs d USING (run_id, event_id)
+  SELECT o.*, CASE WHEN $exact_dims THEN d.input_dims::VARCHAR ELSE d.dims_text END AS dims
+  FROM cpu_ops o LEFT JOIN op_shapes d USING (run_id, event_id)
   WHERE o.run_id IN (SELECT run_id FROM report_runs)
 ), totals AS (
   SELECT run_id, sum(self_dur_ns) AS run_self FROM ops GROUP BY run_id

@@ -164,11 +164,11 @@ step_stats AS (
                        CASE WHEN kind = 'op' AND dims_text IS NOT NULL AND shape_calls_in_steps < calls_in_steps
                             THEN printf(' (%s of that shape)', round(shape_calls_in_steps / n_steps, 2)::VARCHAR) ELSE '' END,
                        CASE WHEN bytes_in_steps > 0 THEN printf(', reads %s of inputs per step',
-                                                               formatReadableDecimalSize((bytes_in_steps / n_steps)::BIGINT)) ELSE '' END)
+                                                               readable_bytes(bytes_in_steps / n_steps)) ELSE '' END)
               ELSE printf('%.3f ms in the run (no profiler steps), %d calls%s%s', ns / 1e6, calls,
                           CASE WHEN kind = 'op' AND dims_text IS NOT NULL AND shape_calls < calls
                                THEN printf(' (%d of that shape)', shape_calls) ELSE '' END,
-                          CASE WHEN bytes > 0 THEN printf(', reads %s of inputs', formatReadableDecimalSize(bytes::BIGINT)) ELSE '' END)
+                          CASE WHEN bytes > 0 THEN printf(', reads %s of inputs', readable_bytes(bytes)) ELSE '' END)
          END AS time_part
   FROM hot_summary
 ), top_ops_text AS (

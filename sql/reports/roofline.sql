@@ -1,5 +1,5 @@
 -- title: Roofline: how close each op runs to the device's limits
--- description: Ops with a cost model (op_cost; the outermost op with a cost, so nested ops count once) grouped by name, input dims and dtype: calls, GPU time, FLOPs and bytes, achieved TFLOP/s and TB/s against the device's peaks (device_peaks, chosen by the trace's deviceProperties name, or the peak_tflops / peak_tbps parameters), bound, and the GPU time lost against the roofline, biggest loss first. Groups whose run has no known device, or no GPU time, keep NULL peaks and say why in `note`. Kernels inside CUDA/HIP graphs link only to the graph launch: with --param capture=RUN, a run that traced the graphs' capture, each counted op of that run whose subtree issued captured work becomes a row of each replaying run (source 'graph'): calls are the launches of its graph, GPU time the replayed work matched to it (graph_op_time), FLOPs and bytes its cost times the launches, peaks the replaying run's device. Graph work no op takes (all of it without capture) is one row per run with op_name NULL and a note.
+-- description: Ops with a cost model (op_cost; the outermost op with a cost, so nested ops count once) grouped by name, input dims and dtype: calls, time (GPU time; in a run without GPU work, the ops' CPU time: time_basis), FLOPs and bytes, achieved TFLOP/s and TB/s against the device's peaks (device_peaks, chosen by the trace's deviceProperties name, or the peak_tflops / peak_tbps parameters), bound, and the GPU time lost against the roofline, biggest loss first. Groups whose run has no known device, or no GPU time, keep NULL peaks and say why in `note`. Kernels inside CUDA/HIP graphs link only to the graph launch: with --param capture=RUN, a run that traced the graphs' capture, each counted op of that run whose subtree issued captured work becomes a row of each replaying run (source 'graph'): calls are the launches of its graph, GPU time the replayed work matched to it (graph_op_time), FLOPs and bytes its cost times the launches, peaks the replaying run's device. Graph work no op takes (all of it without capture) is one row per run with op_name NULL and a note.
 -- per-run: true
 -- empty: no op with a cost model in the selected runs: ops need recorded shapes (profile with record_shapes=True) and a formula in op_categories
 -- param: peak_tflops DOUBLE = -- peak TFLOP/s to use for every dtype instead of the device's (empty: the device's)
@@ -10,13 +10,14 @@
 -- column: op_name VARCHAR -- op name; NULL on the row of graph work attributed to no op
 -- column: input_dims VARCHAR -- dims of every input
 -- column: calls BIGINT -- calls in the group (source 'graph': launches of the graphs that ran them)
--- column: gpu_dur_ns BIGINT -- GPU time of the calls' kernels, device-to-device copies and sets (their whole subtree), ns; NULL when none is linked
--- column: lost_dur_ns BIGINT -- gpu_dur_ns minus roofline_dur_ns: the time lost against the roofline, ns
--- column: tflops_per_s DOUBLE -- achieved TFLOP/s over the calls with GPU time
+-- column: dur_ns BIGINT -- the calls' time (time_basis): GPU time of their kernels, device-to-device copies and sets (their whole subtree), or in a run without GPU work their inclusive CPU time, ns; NULL when a GPU run links none to them
+-- column: lost_dur_ns BIGINT -- dur_ns minus roofline_dur_ns: the time lost against the roofline, ns
+-- column: tflops_per_s DOUBLE -- achieved TFLOP/s over the calls with time, 6 decimals (a CPU reaches a few GFLOP/s: 0.00x)
 -- column: compute_pct DOUBLE -- achieved TFLOP/s as a share of peak_tflops, percent
--- column: tb_per_s DOUBLE -- achieved TB/s over the calls with GPU time
+-- column: tb_per_s DOUBLE -- achieved TB/s over the calls with time
 -- column: memory_pct DOUBLE -- achieved TB/s as a share of peak_tbps, percent
 -- column: bound VARCHAR -- 'compute' when the intensity is at or above the ridge point (peak_tflops / peak_tbps FLOPs per byte), else 'memory'; NULL without peaks
+-- column: time_basis VARCHAR -- 'gpu': dur_ns is GPU time; 'cpu': the run has no GPU work, dur_ns is the ops' CPU time and rates are the CPU's (no peaks: compare with the CPU's own)
 -- column: dtype VARCHAR -- dtype the math runs in (see op_cost)
 -- column: category VARCHAR -- op category (op_categories)
 -- column: model VARCHAR -- cost formula used (see op_cost)
@@ -26,12 +27,17 @@
 -- column: intensity DOUBLE -- FLOPs per byte
 -- column: peak_tflops DOUBLE -- the device's peak dense TFLOP/s for the dtype (or the parameter); NULL when unknown
 -- column: peak_tbps DOUBLE -- the device's peak memory bandwidth, TB/s (or the parameter); NULL when unknown
--- column: roofline_dur_ns BIGINT -- the least time the roofline allows: the larger of flops / peak_tflops and bytes / peak_tbps, ns (calls with GPU time)
+-- column: roofline_dur_ns BIGINT -- the least time the roofline allows: the larger of flops / peak_tflops and bytes / peak_tbps, ns (calls with time)
 -- column: device VARCHAR -- the device whose peaks are used ('parameters' when both are given), NULL when unknown
 -- column: note VARCHAR -- why peaks or rates are missing, and how to supply them (a capture run for work inside CUDA graphs); NULL when all is known
-WITH counted AS MATERIALIZED (
-  SELECT * FROM op_cost
-  WHERE is_counted AND (run_id IN (SELECT run_id FROM report_runs) OR run_id = $capture::VARCHAR)
+WITH gpu_runs AS (
+  -- the runs with GPU work: rates over GPU time; the others over the ops' CPU time
+  SELECT DISTINCT run_id FROM device_events() WHERE run_id IN (SELECT run_id FROM report_runs)
+), counted AS MATERIALIZED (
+  SELECT c.*, CASE WHEN c.run_id IN (SELECT run_id FROM gpu_runs) THEN c.gpu_dur_ns ELSE o.dur_ns END AS time_ns,
+         CASE WHEN c.run_id IN (SELECT run_id FROM gpu_runs) THEN 'gpu' ELSE 'cpu' END AS time_basis
+  FROM op_cost c JOIN cpu_ops o USING (run_id, event_id)
+  WHERE c.is_counted AND (c.run_id IN (SELECT run_id FROM report_runs) OR c.run_id = $capture::VARCHAR)
 ),
 -- work replayed by graph launches, per captured op (graph_op_time), summed over every counted op of
 -- the capture run around it: calls are the launches of its graph, cost the op's cost x launches
@@ -42,11 +48,12 @@ graph_time AS (
   WHERE t.run_id IN (SELECT run_id FROM report_runs)
   GROUP BY t.run_id, t.graph_index, a.anc_id
 ), ops AS (
-  SELECT 'eager' AS source, run_id, op_name, input_dims, dtype, category, model, 1 AS calls, gpu_dur_ns, flops, bytes
+  SELECT 'eager' AS source, run_id, op_name, input_dims, dtype, category, model, 1 AS calls, time_ns AS gpu_dur_ns, flops,
+         bytes, time_basis
   FROM counted WHERE run_id IN (SELECT run_id FROM report_runs)
   UNION ALL
   SELECT 'graph', t.run_id, c.op_name, c.input_dims, c.dtype, c.category, c.model, t.launches, t.gpu_dur_ns,
-         c.flops * t.launches, c.bytes * t.launches
+         c.flops * t.launches, c.bytes * t.launches, 'gpu'
   FROM graph_time t JOIN counted c ON c.run_id = $capture::VARCHAR AND c.event_id = t.event_id
 ), rows AS (
   SELECT o.*, d.device_name, d.device,
@@ -55,7 +62,8 @@ graph_time AS (
          nullif(coalesce($peak_tbps::DOUBLE, d.memory_tbps), 0) AS peak_bw
   FROM ops o LEFT JOIN run_devices d USING (run_id)
 ), g AS (
-  SELECT run_id, source, op_name, input_dims, dtype, category, model, any_value(device_name) AS device_name,
+  SELECT run_id, source, op_name, input_dims, dtype, category, model, any_value(time_basis) AS time_basis,
+         any_value(device_name) AS device_name,
          any_value(device) AS device, any_value(peak_tf) AS peak_tf, any_value(peak_bw) AS peak_bw,
          sum(calls)::BIGINT AS calls, sum(gpu_dur_ns) AS gpu_ns,
          CASE WHEN count(flops) = count(*) THEN sum(flops) END AS flops,
@@ -81,8 +89,8 @@ unattributed AS (
   GROUP BY run_id
 ), out AS (
   SELECT r.run_id, n.name AS run_name, r.source, r.op_name, r.input_dims, r.dtype, r.category, r.model, r.calls,
-         r.gpu_ns::BIGINT AS gpu_dur_ns, TRY_CAST(r.flops AS BIGINT) AS flops, TRY_CAST(r.bytes AS BIGINT) AS bytes,
-         round(r.tf, 3) AS tflops_per_s, round(r.bw, 3) AS tb_per_s,
+         r.gpu_ns::BIGINT AS dur_ns, r.time_basis, TRY_CAST(r.flops AS BIGINT) AS flops, TRY_CAST(r.bytes AS BIGINT) AS bytes,
+         round(r.tf, 6) AS tflops_per_s, round(r.bw, 6) AS tb_per_s,
          round(r.flops / nullif(r.bytes, 0), 3) AS intensity,
          r.peak_tf AS peak_tflops, r.peak_bw AS peak_tbps,
          round(100 * r.tf / r.peak_tf, 2) AS compute_pct, round(100 * r.bw / r.peak_bw, 2) AS memory_pct,
@@ -92,9 +100,10 @@ unattributed AS (
          CASE WHEN r.roof_ok = 1 AND r.gpu_ns IS NOT NULL THEN round(r.roof_ns)::BIGINT END AS roofline_dur_ns,
          CASE WHEN r.roof_ok = 1 AND r.gpu_ns IS NOT NULL THEN (r.gpu_ns - round(r.roof_ns))::BIGINT END AS lost_dur_ns,
          CASE WHEN $peak_tflops::DOUBLE IS NOT NULL AND $peak_tbps::DOUBLE IS NOT NULL THEN 'parameters' ELSE r.device END AS device,
-         CASE WHEN r.gpu_ns IS NULL THEN
-                'no GPU time is linked to these calls (a CPU trace, or launches captured into a CUDA graph: '
-                || 'report the run that replays it with --param capture=RUN)'
+         CASE WHEN r.time_basis = 'cpu' THEN NULL
+              WHEN r.gpu_ns IS NULL THEN
+                'no GPU time is linked to these calls (launches captured into a CUDA graph: report the run that '
+                || 'replays it with --param capture=RUN)'
               WHEN r.peak_bw IS NULL OR (r.peak_tf IS NULL AND r.device IS NULL) THEN
                 'no peaks known for ' || coalesce('device ''' || r.device_name || '''', 'this run (the trace names no device)')
                 || ': pass --param peak_tflops=N --param peak_tbps=N, or add a row to device_peaks'
@@ -103,7 +112,7 @@ unattributed AS (
               WHEN r.flops IS NULL OR r.bytes IS NULL THEN 'the cost formula lacked an input (e.g. Concrete Inputs not recorded)' END AS note
   FROM r JOIN runs n ON n.run_id = r.run_id
   UNION ALL BY NAME
-  SELECT u.run_id, n.name AS run_name, 'graph' AS source, u.calls, u.gpu_dur_ns,
+  SELECT u.run_id, n.name AS run_name, 'graph' AS source, u.calls, u.gpu_dur_ns AS dur_ns, 'gpu' AS time_basis,
          CASE WHEN $capture::VARCHAR IS NULL THEN
                 'kernels inside CUDA graphs are not attributed to ops: pass --param capture=RUN, a run that traced '
                 || 'the graphs'' capture'
@@ -112,7 +121,7 @@ unattributed AS (
   FROM unattributed u JOIN runs n ON n.run_id = u.run_id
 )
 -- the figures a reader needs first come first: a 100-column table shows them
-SELECT run_id, run_name, op_name, input_dims, calls, gpu_dur_ns, lost_dur_ns, tflops_per_s, compute_pct, tb_per_s, memory_pct, bound,
-       dtype, category, model, source, flops, bytes, intensity, peak_tflops, peak_tbps, roofline_dur_ns, device, note
+SELECT run_id, run_name, op_name, input_dims, calls, dur_ns, lost_dur_ns, tflops_per_s, compute_pct, tb_per_s, memory_pct, bound,
+       time_basis, dtype, category, model, source, flops, bytes, intensity, peak_tflops, peak_tbps, roofline_dur_ns, device, note
 FROM out
-ORDER BY run_id, op_name IS NULL, lost_dur_ns DESC NULLS LAST, gpu_dur_ns DESC NULLS LAST, flops DESC NULLS LAST, op_name, input_dims, dtype, category, model, source
+ORDER BY run_id, op_name IS NULL, lost_dur_ns DESC NULLS LAST, dur_ns DESC NULLS LAST, flops DESC NULLS LAST, op_name, input_dims, dtype, category, model, source

@@ -10,7 +10,6 @@
 -- column: gpu_busy_ns BIGINT -- union of the step's GPU work intervals per device, summed over devices, ns
 -- column: gpu_idle_ns BIGINT -- GPU span of the step's work (first start to last end, per device) minus GPU busy, ns
 -- column: kernels BIGINT -- kernels launched in the step
--- column: dur_ms DOUBLE -- step wall time in milliseconds
 WITH cpu AS (
   SELECT run_id, step, busy_ns FROM busy_time(['cpu_op'], true) WHERE lane = 'cpu'
 ), gpu AS (
@@ -20,8 +19,7 @@ WITH cpu AS (
   SELECT run_id, step, count(*) AS kernels FROM device_work(['kernel']) WHERE step IS NOT NULL GROUP BY ALL
 )
 SELECT s.run_id, r.name AS run_name, s.step, s.dur_ns, coalesce(c.busy_ns, 0) AS cpu_busy_ns,
-       coalesce(g.busy_ns, 0) AS gpu_busy_ns, coalesce(g.idle_ns, 0) AS gpu_idle_ns, coalesce(k.kernels, 0) AS kernels,
-       round(s.dur_ns / 1e6, 3) AS dur_ms
+       coalesce(g.busy_ns, 0) AS gpu_busy_ns, coalesce(g.idle_ns, 0) AS gpu_idle_ns, coalesce(k.kernels, 0) AS kernels
 FROM steps s JOIN runs r USING (run_id)
 LEFT JOIN cpu c USING (run_id, step) LEFT JOIN gpu g USING (run_id, step) LEFT JOIN k USING (run_id, step)
 WHERE s.run_id IN (SELECT run_id FROM report_runs)

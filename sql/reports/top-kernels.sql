@@ -13,13 +13,12 @@
 -- column: min_ns BIGINT -- shortest duration, ns
 -- column: max_ns BIGINT -- longest duration, ns
 -- column: stddev_ns BIGINT -- sample standard deviation of the duration, ns (NULL for one instance)
--- column: total_ms DOUBLE -- total GPU time in milliseconds
 WITH k AS (
   -- the statistics per run and kernel name, from the packs where they hold them (view kernel_stats)
   SELECT * FROM kernel_stats WHERE run_id IN (SELECT run_id FROM report_runs)
 )
 SELECT k.run_id, r.name AS run_name, k.name, k.instances, k.total_dur_ns,
        round(100.0 * k.total_dur_ns / nullif(sum(k.total_dur_ns) OVER (PARTITION BY k.run_id), 0), 2) AS time_pct,
-       k.avg_ns, k.med_ns, k.min_ns, k.max_ns, k.stddev_ns, round(k.total_dur_ns / 1e6, 3) AS total_ms
+       k.avg_ns, k.med_ns, k.min_ns, k.max_ns, k.stddev_ns
 FROM k JOIN runs r USING (run_id)
 ORDER BY k.run_id, k.total_dur_ns DESC, k.name

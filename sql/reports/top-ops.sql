@@ -13,7 +13,6 @@
 -- column: total_dur_ns BIGINT -- total inclusive time, ns
 -- column: avg_dur_ns BIGINT -- average inclusive time per call, ns
 -- column: gpu_dur_ns BIGINT -- GPU kernel time launched directly by these ops, ns
--- column: self_ms DOUBLE -- self time in milliseconds
 WITH ops AS (
   SELECT o.run_id, o.event_id,
          CASE WHEN $group_by = 'category' THEN coalesce(c.category, 'other') ELSE o.name END AS name,
@@ -43,7 +42,7 @@ WITH ops AS (
 )
 SELECT g.run_id, r.name AS run_name, g.name, d.input_dims, c.call_site, g.calls, g.self_dur_ns,
        round(100.0 * g.self_dur_ns / nullif(sum(g.self_dur_ns) OVER (PARTITION BY g.run_id), 0), 2) AS self_pct,
-       g.total_dur_ns, g.avg_dur_ns, g.gpu_dur_ns, round(g.self_dur_ns / 1e6, 3) AS self_ms
+       g.total_dur_ns, g.avg_dur_ns, g.gpu_dur_ns
 FROM grouped g JOIN runs r ON r.run_id = g.run_id
 JOIN top_dims d ON d.run_id = g.run_id AND d.name = g.name AND d.gkey = g.gkey
 JOIN top_site c ON c.run_id = g.run_id AND c.name = g.name AND c.gkey = g.gkey

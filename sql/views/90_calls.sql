@@ -32,3 +32,9 @@ LEFT JOIN call_chains cc ON cc.run_id = o.run_id AND cc.stack_id = o.stack_id
 LEFT JOIN op_shapes s ON s.run_id = o.run_id AND s.event_id = o.event_id
 LEFT JOIN sizes z ON z.run_id = o.run_id AND z.event_id = o.event_id
 LEFT JOIN tensor_copies t ON t.run_id = o.run_id AND t.event_id = o.event_id;
+
+-- Bytes for a sentence: one decimal in 1000-based units ('545.3 MB', '2.4 GB', '512 bytes').
+CREATE OR REPLACE MACRO readable_bytes(n) AS
+CASE WHEN n >= 1e12 THEN printf('%.1f TB', n / 1e12) WHEN n >= 1e9 THEN printf('%.1f GB', n / 1e9)
+     WHEN n >= 1e6 THEN printf('%.1f MB', n / 1e6) WHEN n >= 1e3 THEN printf('%.1f kB', n / 1e3)
+     ELSE printf('%d bytes', n::BIGINT) END;

@@ -244,12 +244,14 @@ class Database:
         return reports.query(self.engine, name, runs=runs, params=params, limit=limit, keep_run_columns=keep_run_columns)
 
     def diff(self, a: str, b: str, by: str = "op", per_step: bool = False,
-             threshold_pct: float = 5.0) -> duckdb.DuckDBPyRelation:
+             threshold_pct: float = 5.0, exact_dims: bool = False) -> duckdb.DuckDBPyRelation:
         """Compare run `a` (the baseline) with run `b` group by group (`by`: op, kernel, call_site,
         shape or copy), biggest change first, as a DuckDB relation: calls, times, `delta_ns`, `ratio`
         and `status` (added, removed, faster, slower, or same within `threshold_pct` percent of A).
-        `per_step` divides by each run's number of profiler steps."""
-        return diff_relation(self.engine, a, b, by=by, per_step=per_step, threshold_pct=threshold_pct)
+        `per_step` divides by each run's number of profiler steps. Shape and copy keys show dims that
+        grow with the sequence as ranges (`[1005..1007, 8, 128]`), or each call's own with `exact_dims`."""
+        return diff_relation(self.engine, a, b, by=by, per_step=per_step, threshold_pct=threshold_pct,
+                             exact_dims=exact_dims)
 
     def diff_header(self, a: str, b: str) -> str:
         """`A: <name> <ms>/step (<n> steps); B: ...`: each run's time per step (or its span, without steps)."""

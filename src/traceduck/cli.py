@@ -377,6 +377,8 @@ def diff(
     by: DiffBy = typer.Option(DiffBy.op, "--by", help="Group by op, kernel, call_site, shape or copy."),
     per_step: bool = typer.Option(False, "--per-step", help="Divide times by each run's number of profiler steps (whole ns)."),
     threshold: float = typer.Option(5.0, "--threshold", min=0, help="Changes within this percent of A are 'same'."),
+    exact_dims: bool = typer.Option(False, "--exact-dims", help="Shape and copy keys with each call's exact dims, instead "
+                                    "of dims that grow with the sequence as ranges (lo..hi)."),
     limit: Optional[int] = typer.Option(None, "--limit", "-n", min=0, help="At most this many rows."),
     store: Optional[Path] = StoreOpt,
     format: Format = FormatOpt,
@@ -387,7 +389,7 @@ def diff(
     from .api import open as open_store
 
     with open_store(store) as db:
-        rel = db.diff(a, b, by=by.value, per_step=per_step, threshold_pct=threshold)
+        rel = db.diff(a, b, by=by.value, per_step=per_step, threshold_pct=threshold, exact_dims=exact_dims)
         columns, rows = db.fetch(rel if limit is None else rel.limit(limit))
         header = db.diff_header(a, b)
     if format in PEOPLE:

@@ -43,11 +43,12 @@ def _resolve(engine: Engine, a: str, b: str) -> tuple[str, str]:
 
 
 def diff_relation(engine: Engine, a: str, b: str, by: str = "op", per_step: bool = False,
-                  threshold_pct: float = 5.0) -> duckdb.DuckDBPyRelation:
+                  threshold_pct: float = 5.0, exact_dims: bool = False) -> duckdb.DuckDBPyRelation:
     """Compare run selection `a` (baseline) with `b`: the rows as a DuckDB relation over only their files."""
     run_a, run_b = _resolve(engine, a, b)
     spec = diff_spec()
-    values = parse_params(spec, [f"by={by}", f"per_step={str(per_step).lower()}", f"threshold_pct={threshold_pct}"])
+    values = parse_params(spec, [f"by={by}", f"per_step={str(per_step).lower()}", f"threshold_pct={threshold_pct}",
+                                 f"exact_dims={str(exact_dims).lower()}"])
     values.update(a=run_a, b=run_b)
     cur = engine.cursor([run_a, run_b])
     try:
@@ -73,9 +74,9 @@ def diff_header(engine: Engine, a: str, b: str) -> str:
 
 
 def diff_runs(engine: Engine, a: str, b: str, by: str = "op", per_step: bool = False,
-              threshold_pct: float = 5.0) -> Diff:
+              threshold_pct: float = 5.0, exact_dims: bool = False) -> Diff:
     """Compare run selection `a` (baseline) with `b`: the rows and each run's time per step."""
-    rel = diff_relation(engine, a, b, by=by, per_step=per_step, threshold_pct=threshold_pct)
+    rel = diff_relation(engine, a, b, by=by, per_step=per_step, threshold_pct=threshold_pct, exact_dims=exact_dims)
     try:
         columns, rows = list(rel.columns), rel.fetchall()
     except duckdb.Error as e:
