@@ -57,12 +57,13 @@ GROUP BY run_id, stack_id;
 
 -- Who calls each stack's call site: the Python frames from the call site outward up to the first
 -- frame of the user's code in another file (where a fix usually goes, e.g. the model's forward that
--- calls a helper in attn/indexer.py). Frames that are not the user's code (see `call_sites`) are
--- passed over; a call site whose stack has no user frame in another file has no caller.
+-- calls a helper in attn/indexer.py); in a stack whose user frames are all in one file, the next
+-- user frame outward. Frames that are not the user's code (see `call_sites`) are passed over; a
+-- call site with no user frame outside it has no caller.
 -- @column run_id VARCHAR Run the stack belongs to.
 -- @column stack_id BIGINT The stack (see `stacks`).
 -- @column call_site VARCHAR Innermost user frame, as in `call_sites`.
--- @column caller VARCHAR The first user frame outward from the call site in another file, `file(line): function`.
+-- @column caller VARCHAR The first user frame outward from the call site in another file (else the next user frame), `file(line): function`.
 -- @column caller_chain VARCHAR The user frames after the call site up to the caller, innermost first, joined by ' < '.
 CREATE OR REPLACE VIEW call_chains AS
 WITH frames AS (
@@ -77,7 +78,8 @@ WITH frames AS (
   FROM frames WHERE is_user
   WINDOW stack AS (PARTITION BY run_id, stack_id)
 ), outward AS (
-  SELECT *, min(frame_index) FILTER (WHERE file <> site_file) OVER (PARTITION BY run_id, stack_id) AS caller_index
+  SELECT *, coalesce(min(frame_index) FILTER (WHERE file <> site_file) OVER (PARTITION BY run_id, stack_id),
+                     min(frame_index) FILTER (WHERE frame_index > site_index) OVER (PARTITION BY run_id, stack_id)) AS caller_index
   FROM user_frames
 )
 SELECT run_id, stack_id,

@@ -10,7 +10,7 @@
 -- @column dur_ns BIGINT Inclusive duration, ns.
 -- @column stack_id BIGINT Python stack of the op.
 -- @column call_site VARCHAR Innermost user frame of the op's Python stack.
--- @column caller VARCHAR First user frame outward from the call site in another file (see `call_chains`).
+-- @column caller VARCHAR First user frame outward from the call site in another file, else the next one (see `call_chains`).
 -- @column caller_chain VARCHAR User frames after the call site up to the caller, innermost first, joined by ' < '.
 -- @column dims_text VARCHAR Dims of every input, varying dims as ranges ('[[8, 1005..1007, 64]]'); NULL without record_shapes.
 -- @column exact_dims_text VARCHAR Dims of every input, exactly as this call had them.
