@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+import re
+
 import duckdb
 import pytest
 
 import traceduck
 from traceduck import session
-from traceduck.catalog import Relation, documented_relations, tables, view_files
+from traceduck.catalog import Relation, documented_relations, statements, tables, view_files
 
 from conftest import SAMPLES, write_trace
 
@@ -140,3 +143,87 @@ def test_catalog_file_opens_in_a_fresh_duckdb_connection(samples_store, tmp_path
     assert exit_code.value.code == 1
     assert capsys.readouterr() == ("", f"Error: no runs in {empty}. Ingest a trace first: the catalog's views need "
                                       "Parquet files to read.\n")
+
+
+def _defined_names(f) -> set[str]:
+    """What a file of sql/views defines: its relations and macros, and what its summaries generate."""
+    return {r.name for r in f.relations} | {m.name for m in f.macros} | \
+        {name for s in f.summaries for name in (s.name, s.packed)}
+
+
+def _used_names(text: str, names: set[str]) -> set[str]:
+    """The names that the statements of a SQL file mention as a word (comments left out)."""
+    code = "\n".join(re.sub(r"--[^\n]*", "", st.sql) for st in statements(text))
+    return {n for n in names if re.search(rf"\b{re.escape(n)}\b", code, re.I)}
+
+
+def requirement_errors(files) -> list[str]:
+    """Where a file of sql/views uses what another defines without requiring that file (directly or
+    through the files it requires), or requires a file whose names it does not use."""
+    by_name = {f.name: f for f in files}
+    defines = {f.name: _defined_names(f) for f in files}
+
+    def closure(name: str) -> set[str]:
+        out: set[str] = set()
+        todo = list(by_name[name].requires)
+        while todo:
+            r = todo.pop()
+            if r not in out:
+                out.add(r)
+                todo += by_name[r].requires
+        return out
+
+    errors = []
+    for f in files:
+        text = f.path.read_text()
+        reachable = closure(f.name)
+        for other, names in defines.items():
+            used = _used_names(text, names) if other != f.name else set()
+            if used and other not in reachable:
+                errors.append(f"{f.name} uses {', '.join(sorted(used))} of {other} without requiring it")
+            if other in f.requires and not used:
+                errors.append(f"{f.name} requires {other} but uses nothing of it")
+    return errors
+
+
+def test_each_view_file_requires_the_files_it_uses():
+    files = view_files()
+    assert {f.name for f in files} >= {"reference", "stacks", "cpu", "gpu", "cost", "critical_path"}
+    assert requirement_errors(files) == []
+    order = [f.name for f in files]
+    assert all(order.index(r) < order.index(f.name) for f in files for r in f.requires)
+
+
+def test_a_missing_use_or_requirement_is_caught(tmp_path):
+    """The check above on a file that uses cpu_ops without requiring cpu, and one that requires a
+    file it does not use; loading fails on a requirement that is no file, and on files that require
+    each other."""
+    from traceduck.catalog import load_views
+
+    views = tmp_path / "views"
+    views.mkdir()
+    (views / "base.sql").write_text("-- A view of one column.\n-- @column a INTEGER the column\n"
+                                    "CREATE VIEW base_view AS SELECT 1 AS a;\n")
+    (views / "mid.sql").write_text("-- requires: base\n\n-- Over base_view.\n-- @column a INTEGER the column\n"
+                                   "CREATE VIEW mid_view AS SELECT a FROM base_view;\n")
+    (views / "top.sql").write_text("-- requires: mid\n\n-- Over both.\n-- @column a INTEGER the column\n"
+                                   "CREATE VIEW top_view AS SELECT a FROM mid_view JOIN base_view USING (a);\n")
+    files = load_views(views)
+    assert [f.name for f in files] == ["base", "mid", "top"]
+    assert requirement_errors(files) == []  # base through mid
+    (views / "top.sql").write_text((views / "top.sql").read_text().replace("-- requires: mid", "-- requires: base"))
+    assert requirement_errors(load_views(views)) == ["top uses mid_view of mid without requiring it"]
+    (views / "top.sql").write_text((views / "top.sql").read_text().replace("-- requires: base", "-- requires: mid, base")
+                                   .replace("JOIN base_view USING (a)", "-- base_view, in a comment: no use"))
+    assert requirement_errors(load_views(views)) == ["top requires base but uses nothing of it"]
+    (views / "mid.sql").write_text((views / "mid.sql").read_text().replace("-- requires: base", "-- requires: bsae"))
+    with pytest.raises(ValueError, match=r"^sql/views/mid.sql requires 'bsae', which is no file of sql/views$"):
+        load_views(views)
+    (views / "mid.sql").write_text((views / "mid.sql").read_text().replace("-- requires: bsae", "-- requires: base, top"))
+    with pytest.raises(ValueError, match=r"^sql/views: files require each other: mid -> top -> mid$"):
+        load_views(views)
+    # the real files, with a requirement taken out
+    cost = next(f for f in view_files() if f.name == "cost")
+    broken = [f for f in view_files() if f.name != "cost"] + [
+        dataclasses.replace(cost, requires=[r for r in cost.requires if r != "copies"])]
+    assert requirement_errors(broken) == ["cost uses tensor_copies of copies without requiring it"]

@@ -297,7 +297,7 @@ def test_schema_lists_every_table_and_view_and_their_columns(samples_store, caps
     assert (code, err, listed[0]) == (0, "", ["name", "kind", "description"])
     assert {row[0] for row in listed[1:]} == created and all(len(row[2]) > 20 for row in listed[1:])
     # a view's columns: as declared above it in its file
-    text = (sql / "views" / "30_cpu.sql").read_text()
+    text = (sql / "views" / "cpu.sql").read_text()
     block = text[:text.index("CREATE OR REPLACE VIEW cpu_ops")].rsplit("\n\n", 1)[-1]
     declared = re.findall(r"^-- @column (\w+) (\S+) (.+)$", block, re.M)
     code, out, _ = cli(capsys, "schema", "cpu_ops", "--store", samples_store, "-f", "csv")

@@ -328,9 +328,15 @@ def tables() -> dict[str, Relation]:
 
 @lru_cache(maxsize=1)
 def view_files() -> list[SqlFile]:
-    """The files of sql/views in load order: each after the files it requires, else by name."""
+    """The files of sql/views in load order (see load_views)."""
+    return load_views(sql_dir() / "views")
+
+
+def load_views(directory: Path) -> list[SqlFile]:
+    """The SQL files of a directory in load order: each after the files it requires, else by name.
+    ValueError when a file requires one that is not there, or files require each other."""
     files = {}
-    for path in sorted((sql_dir() / "views").glob("*.sql")):
+    for path in sorted(directory.glob("*.sql")):
         parsed = parse_sql_file(path.read_text(), path.name)
         parsed.path = path
         files[parsed.name] = parsed
@@ -408,7 +414,7 @@ def reference_tables() -> list[Relation]:
 
 def reference_sql() -> str:
     """The SQL that defines the reference tables (empty) and the macros over event names: what ingest loads."""
-    return next(f.text for f in view_files() if f.path.name.endswith("reference.sql"))
+    return next(f.text for f in view_files() if f.name == "reference")
 
 
 def documented_relations() -> dict[str, Relation]:

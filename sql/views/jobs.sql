@@ -1,3 +1,6 @@
+-- requires: gpu, communication
+-- Jobs: which runs are the ranks of one job, and how long each rank waited in its collectives.
+
 -- The job of every run, so that reports over several ranks never pair unrelated runs. A job is:
 -- the runs sharing a `job` label (`ingest --label job=NAME`); else the runs sharing a distributed
 -- identity: the same backend and world size in the trace's distributedInfo, profiled at the same

@@ -1,3 +1,6 @@
+-- requires: reference, cpu, gpu
+-- Tensor copies and casts: what each call moves, from the shapes of the copy ops.
+
 -- The copy and cast ops that tensor_copies considers, and which of their inputs is the source.
 -- aten::copy_(self, src) lists the destination first; aten::index_copy_(self, dim, index, source)
 -- has its source fourth; the others copy their first input. aten::to, aten::type_as and

@@ -1,3 +1,6 @@
+-- requires: reference, gpu
+-- Communication: which kernels and ops run collectives, their message sizes and bandwidths.
+
 -- The family of a collective as PyTorch's `Collective name` arg spells it, without the variant
 -- markers that arg adds: lower case, leading `_` and the suffixes `_base`, `_oop`, `_coalesced`,
 -- `_into_tensor_coalesced`, `_tensor_coalesced` and all_to_all's `v` removed, then every `_`

@@ -1,3 +1,6 @@
+-- requires: gpu, communication
+-- Utilization: the busy intervals of every CPU and GPU lane, and GPU time by class.
+
 -- The class of a GPU work item's time, the one classification of GPU time (`activity`, `gpu_time`
 -- and the critical path's breakdown): its work kind (`event_categories.kind`) for a memcpy or
 -- memset, 'communication' for a kernel the communication rule counts (is_communication:

@@ -1,3 +1,4 @@
+-- requires: reference, stacks, gpu
 -- Ops inside CUDA/HIP graphs. A graph replay's kernels link only to its cudaGraphLaunch /
 -- hipGraphLaunch (`gpu_kernels.is_graph_launched`): which op issued each one is known only from a
 -- trace of the graph's capture (vLLM and SGLang can write one), where the ops make their launch

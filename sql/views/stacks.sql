@@ -1,3 +1,5 @@
+-- Python stacks: which frames are the user's code, and the call site of every stack.
+
 -- Rules that decide, by a frame's file path, which Python frames are not the user's code when
 -- finding a call site: a frame whose file matches any pattern (SQL LIKE) is skipped. Seeded with
 -- torch's own files (relative `torch/...` as the profiler writes them, or absolute), code torch.compile

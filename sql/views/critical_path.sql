@@ -1,3 +1,4 @@
+-- requires: reference, gpu, communication, activity
 -- The critical path of every profiler step: the chain of dependent work that set the step's
 -- end-to-end time, found by a backward walk from the step's last-finishing event (HTA's
 -- critical-path analysis builds the same dependency graph and takes its longest path).
@@ -187,7 +188,7 @@ WITH RECURSIVE work AS MATERIALIZED (
   SELECT * FROM critical_path_syncs(run_ids)
 ), last_gpu AS (
   SELECT run_id, step, arg_max(event_id, end_ns) AS event_id, max(end_ns) AS end_ns FROM work GROUP BY ALL
-), cpu_ops AS (
+), cpu_events AS (
   -- CPU ops and runtime calls (a run often ends in cudaFree calls outside any op)
   SELECT run_id, pid, tid, ts_ns, ts_ns + dur_ns AS end_ns, event_id FROM events
   WHERE run_id IN (SELECT unnest(run_ids)) AND phase = 'X' AND dur_ns IS NOT NULL
@@ -195,10 +196,10 @@ WITH RECURSIVE work AS MATERIALIZED (
 ), stepless AS (
   -- a run without profiler steps is one window, from its first CPU op, runtime call or GPU work
   SELECT r.run_id, NULL::BIGINT AS step,
-         least((SELECT min(ts_ns) FROM cpu_ops o WHERE o.run_id = r.run_id), (SELECT min(ts_ns) FROM work w WHERE w.run_id = r.run_id)) AS start_ns,
-         (SELECT max(end_ns) FROM cpu_ops o WHERE o.run_id = r.run_id) AS cpu_end_ns,
-         (SELECT arg_max(pid, end_ns) FROM cpu_ops o WHERE o.run_id = r.run_id) AS pid,
-         (SELECT arg_max(tid, end_ns) FROM cpu_ops o WHERE o.run_id = r.run_id) AS tid
+         least((SELECT min(ts_ns) FROM cpu_events o WHERE o.run_id = r.run_id), (SELECT min(ts_ns) FROM work w WHERE w.run_id = r.run_id)) AS start_ns,
+         (SELECT max(end_ns) FROM cpu_events o WHERE o.run_id = r.run_id) AS cpu_end_ns,
+         (SELECT arg_max(pid, end_ns) FROM cpu_events o WHERE o.run_id = r.run_id) AS pid,
+         (SELECT arg_max(tid, end_ns) FROM cpu_events o WHERE o.run_id = r.run_id) AS tid
   FROM (SELECT unnest(run_ids) AS run_id) r
   WHERE r.run_id NOT IN (SELECT run_id FROM step_windows)
 ), windows AS (

@@ -1,3 +1,4 @@
+-- requires: reference, cpu, gpu, copies, communication
 -- The cost of an op: FLOPs and minimum bytes moved, from its input dims, dtypes and `Concrete
 -- Inputs`, against its GPU time; and the peak throughput of the device that ran it. Each formula is
 -- a macro below with its source. Integer math is done in HUGEINT so that a huge product cannot

@@ -1,3 +1,7 @@
+-- requires: reference, stacks
+-- GPU work and the runtime calls that launch it: launches, kernels, copies and sets, each linked to
+-- the CPU op behind it.
+
 -- Runtime and driver calls that start GPU work: kernel launches (cudaLaunchKernel,
 -- cuLaunchKernelEx, hipExtModuleLaunchKernel, ...), graph launches (cudaGraphLaunch,
 -- hipGraphLaunch), async copies and sets (cudaMemcpyAsync, cudaMemsetAsync), in every runtime

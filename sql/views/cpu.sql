@@ -1,3 +1,6 @@
+-- requires: stacks
+-- CPU operators: every op with its place in the op tree, its call site and step, and its inputs' shapes.
+
 -- Every CPU operator (2023+ `cpu_op`, legacy `Operator` except record_function annotations such
 -- as `ProfilerStep#N`) with its self time, its place in the op tree, its call site and step.
 -- self_dur_ns = dur_ns minus the time of its direct children on the same thread (ops,

@@ -1,3 +1,6 @@
+-- requires: reference
+-- Profiler steps: the window of each step, and the step of every CPU event.
+
 -- One row per profiler step: the CPU-side `ProfilerStep#N` annotation's window (`step_windows`,
 -- found at ingest; legacy traces write the annotation as an `Operator` event). The GPU-side
 -- `gpu_user_annotation` of the same name is not a second step; its span is gpu_ts_ns/gpu_dur_ns.
