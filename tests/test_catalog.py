@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import shutil
 
 import duckdb
 import pytest
 
 import traceduck
 from traceduck import session
-from traceduck.catalog import Relation, documented_relations, statements, tables, view_files
+from traceduck.catalog import Column, Macro, Relation, documented_relations, macros, statements, tables, view_files
+from traceduck.engine import Engine
+from traceduck.store import Store
+from traceduck.viewfile import ALIAS
 
 from conftest import SAMPLES, write_trace
 
@@ -58,6 +62,109 @@ def test_docs_reach_the_duckdb_catalog(db):
     assert no_comment == []
     views = db.con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal AND comment IS NULL").fetchall()
     assert views == []
+    # every macro of sql/views, those generated for summaries included (NAME_packed is made again
+    # in the view file, to read the packs)
+    commented = dict(db.con.execute("SELECT function_name, comment FROM duckdb_functions() WHERE database_name = ? "
+                                    "AND function_type IN ('macro', 'table_macro')", [ALIAS]).fetchall())
+    assert {m.name: commented.get(m.name) for m in macros().values()} == {m.name: m.doc for m in macros().values()}
+    assert "gpu_time_packed" in commented
+
+
+def undocumented_macros(macros: list[Macro]) -> list[str]:
+    """What the macros lack of their documentation: a description (20 characters at least), an @arg line
+    per parameter (by name, in order) with a type and a doc, and a table macro's @column lines."""
+    out = []
+    for m in macros:
+        if len(m.doc) < 20:
+            out.append(f"{m.name}: no description")
+        if [a.name for a in m.args] != m.params:
+            out.append(f"{m.name}: @arg {', '.join(a.name for a in m.args) or '-'} for ({', '.join(m.params)})")
+        out += [f"{m.name}({a.name}): no type or doc" for a in m.args if not a.type or len(a.doc) < 5]
+        if m.is_table and not m.columns:
+            out.append(f"{m.name}: no @column")
+        if not m.is_table and m.columns:
+            out.append(f"{m.name}: @column lines on a scalar macro")
+        out += [f"{m.name}.{c.name}: undocumented" for c in m.columns if len(c.doc) < 5]
+    return out
+
+
+def macro_call(m: Macro) -> str:
+    """A call of the macro with a NULL of each argument's declared type (those with a default by name)."""
+    args = [f"{a.name} := NULL::{a.type}" if a.name in m.defaults else f"NULL::{a.type}" for a in m.args]
+    return f"{m.name}({', '.join(args)})"
+
+
+def test_every_macro_is_documented():
+    found = list(macros().values())
+    assert {"step_number", "device_work", "busy_time", "collective_waits", "gpu_time_of", "gpu_time",
+            "gpu_time_packed", "kernel_stats_packed"} <= {m.name for m in found}
+    assert undocumented_macros(found) == []
+
+
+def test_declared_macro_arguments_and_columns_match_what_duckdb_returns(tmp_path):
+    """Every macro takes arguments of the types its @arg lines declare, and a table macro returns
+    the columns its @column lines declare, as DuckDB binds it where the views are loaded."""
+    with Engine(Store(tmp_path)) as engine:
+        for m in macros().values():
+            if not m.is_table:
+                engine.con.execute(f"SELECT {macro_call(m)}").fetchall()
+                continue
+            actual = engine.con.execute(f"DESCRIBE SELECT * FROM {macro_call(m)}").fetchall()
+            assert [(r[0], r[1]) for r in actual] == [(c.name, c.type) for c in m.columns], m.name
+            engine.con.execute(f"SELECT * FROM {macro_call(m)}").fetchall()  # runs, over no runs
+
+
+def test_a_missing_macro_doc_is_caught():
+    """The checks above on macros with a doc missing: an argument, a column, a description."""
+    from traceduck.catalog import parse_sql_file
+
+    text = ("-- Twice x, documented.\n-- @arg x BIGINT a number\nCREATE MACRO twice(x) AS 2 * x;\n\n"
+            "-- Rows from 1 to n, with their squares.\n-- @arg n BIGINT how many rows\n"
+            "-- @column i BIGINT the row\n-- @column sq BIGINT its square\n"
+            "CREATE MACRO squares(n, start := 1) AS TABLE SELECT i, i * i AS sq FROM range(start, n + 1) r(i);\n\n"
+            "-- Short.\nCREATE MACRO three() AS 3;\n")
+    found = parse_sql_file(text).macros
+    assert [m.signature for m in found] == ["twice(x)", "squares(n, start := 1)", "three()"]
+    assert undocumented_macros(found) == ["squares: @arg n for (n, start)", "three: no description"]
+    con = duckdb.connect()
+    con.execute(text)
+    squares = found[1]
+    squares.args.append(Column("start", "BIGINT", "the first row"))
+    assert macro_call(squares) == "squares(NULL::BIGINT, start := NULL::BIGINT)"
+    described = con.execute(f"DESCRIBE SELECT * FROM {macro_call(squares)}").fetchall()
+    assert [(r[0], r[1]) for r in described] == [(c.name, c.type) for c in squares.columns]
+    squares.columns[1].type = "INTEGER"  # a wrong type
+    assert [(r[0], r[1]) for r in described] != [(c.name, c.type) for c in squares.columns]
+
+
+def copied_column_lines(texts: dict[str, str]) -> list[str]:
+    """`@column` lines that two relations or macros carry alike (same name, type and doc): a column
+    documented twice, which one of them should take from the other with `@columns-as`."""
+    seen: dict[str, str] = {}
+    out = []
+    for where, text in texts.items():
+        for st in statements(text):
+            owner = re.match(r"CREATE\s+(?:OR\s+REPLACE\s+)?(?:TABLE|VIEW|MACRO)\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)",
+                             st.sql, re.I).group(1)
+            for c in st.comments:
+                if c.split(None, 1)[:1] != ["@column"]:
+                    continue
+                line = " ".join(c.split())
+                if line in seen:
+                    out.append(f"{owner} ({where}) repeats {seen[line]}: {line}")
+                else:
+                    seen[line] = f"{owner} ({where})"
+    return out
+
+
+def test_no_column_doc_is_a_copy():
+    texts = {f.path.name: f.path.read_text() for f in view_files()}
+    assert copied_column_lines(texts) == []
+    # a copy of a column of cpu_ops in another view is caught
+    line = next(ln for ln in texts["cpu.sql"].splitlines() if ln.startswith("-- @column self_dur_ns"))
+    texts["copies.sql"] = texts["copies.sql"].replace("-- @columns-as cpu_ops: dur_ns, self_dur_ns",
+                                                      f"-- @columns-as cpu_ops: dur_ns\n{line}", 1)
+    assert copied_column_lines(texts) == [f"tensor_copies (copies.sql) repeats cpu_ops (cpu.sql): {line[3:]}"]
 
 
 def test_view_files_load_in_a_fresh_connection():
@@ -84,7 +191,7 @@ def test_view_files_load_in_a_fresh_connection():
     con.close()
 
 
-def test_a_missing_column_doc_is_caught():
+def test_a_missing_column_doc_is_caught(tmp_path):
     """The checks above on SQL with a doc missing: a view column, a table column, a description."""
     from traceduck.catalog import parse_sql_file
 
@@ -95,12 +202,20 @@ def test_a_missing_column_doc_is_caught():
     rels = {r.name: r for r in view + table}
     assert undocumented_columns(rels) == ["v.a", "t.b"]
     assert undescribed({"t": rels["t"], "short": Relation("short", "Too short.", "view")}) == ["short"]
-    # a real view file with the doc of its first declared column taken out
-    text = next(f.path.read_text() for f in view_files() if f.path.name.endswith("cpu.sql"))
-    line = next(ln for ln in text.splitlines() if ln.startswith("-- @column"))  # cpu_ops' first column
-    assert undocumented_columns({r.name: r for r in parse_sql_file(text).relations}) == []
-    dropped = parse_sql_file(text.replace(line, " ".join(line.split()[:4]), 1)).relations
-    assert undocumented_columns({r.name: r for r in dropped}) == [f"cpu_ops.{line.split()[2]}"]
+    # the real view files with the doc of cpu_ops' first column taken out: gone from every relation
+    # that takes it with @columns-as too
+    from traceduck.catalog import load_views, sql_dir
+
+    views = tmp_path / "views"
+    shutil.copytree(sql_dir() / "views", views)
+    text = (views / "cpu.sql").read_text()
+    line = next(ln for ln in text.splitlines() if ln.startswith("-- @column"))
+    assert line == "-- @column run_id VARCHAR Run of the op."
+    assert undocumented_columns({r.name: r for f in load_views(views) for r in f.relations}) == []
+    (views / "cpu.sql").write_text(text.replace(line, " ".join(line.split()[:4]), 1))
+    dropped = undocumented_columns({r.name: r for f in load_views(views) for r in f.relations})
+    assert {"cpu_ops.run_id", "op_inputs.run_id", "tensor_copies.run_id", "op_cost.run_id"} <= set(dropped)
+    assert all(c.endswith(".run_id") for c in dropped)
 
 
 def test_catalog_file_opens_in_a_fresh_duckdb_connection(samples_store, tmp_path, capsys):

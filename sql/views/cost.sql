@@ -5,11 +5,14 @@
 -- overflow a query; a division never divides by zero (nullif).
 
 -- Number of elements of a dims list (1 for [], the dims of a 0-dim tensor), as HUGEINT.
+-- @arg d BIGINT[] The dims of a tensor.
 CREATE OR REPLACE MACRO dims_numel(d) AS list_reduce(list_transform(d, lambda x: x::HUGEINT), lambda a, b: a * b, 1::HUGEINT);
 
 -- Shape of the result of an elementwise op on tensors of dims a and b, by broadcasting: dims are
 -- aligned from the right and a dim of 1 stretches to the other's (PyTorch docs, "Broadcasting
 -- semantics", https://pytorch.org/docs/stable/notes/broadcasting.html).
+-- @arg a BIGINT[] The dims of one tensor.
+-- @arg b BIGINT[] The dims of the other.
 CREATE OR REPLACE MACRO broadcast_dims(a, b) AS list_transform(range(1, greatest(len(a), len(b)) + 1), lambda i:
   CASE WHEN i + len(a) - greatest(len(a), len(b)) < 1 THEN b[i + len(b) - greatest(len(a), len(b))]
        WHEN i + len(b) - greatest(len(a), len(b)) < 1 THEN a[i + len(a) - greatest(len(a), len(b))]
@@ -17,33 +20,58 @@ CREATE OR REPLACE MACRO broadcast_dims(a, b) AS list_transform(range(1, greatest
        ELSE a[i + len(a) - greatest(len(a), len(b))] END);
 
 -- The integers of a `Concrete Inputs` entry: '[1, 1]' -> [1, 1], '2' -> [2]; NULL for anything else.
+-- @arg c VARCHAR A `Concrete Inputs` entry (shapes.concrete).
 CREATE OR REPLACE MACRO concrete_ints(c) AS coalesce(TRY_CAST(c AS BIGINT[]),
   CASE WHEN TRY_CAST(c AS BIGINT) IS NOT NULL THEN [TRY_CAST(c AS BIGINT)] END);
 
 -- A boolean `Concrete Inputs` entry ('True', 'False', '1', '0'); NULL when not recorded or not a boolean.
+-- @arg c VARCHAR A `Concrete Inputs` entry (shapes.concrete).
 CREATE OR REPLACE MACRO concrete_bool(c) AS CASE lower(trim(c)) WHEN 'true' THEN true WHEN 'false' THEN false
   WHEN '1' THEN true WHEN '0' THEN false END;
 
 -- The i-th entry of a conv parameter list given for every spatial dim or once for all (stride=[2] or [2, 2]).
+-- @arg l BIGINT[] The parameter's list (stride, padding, dilation or output_padding).
+-- @arg i BIGINT The spatial dim, 1-based.
 CREATE OR REPLACE MACRO conv_param(l, i) AS CASE WHEN len(l) = 1 THEN l[1] ELSE l[i] END;
 
 -- FLOPs of `batch` matrix products [m, k] x [k, n]: 2*m*k*n each (a multiply and an add per term),
 -- plus m*n for a bias added to each result. Sources: torch.utils.flop_counter (mm_flop, bmm_flop,
 -- addmm_flop), TraceLens PerfModel GEMM.flops_func (which adds the bias the same way).
+-- @arg batch HUGEINT Matrix products (1 for mm, addmm, linear).
+-- @arg m BIGINT Rows of A and of the result.
+-- @arg k BIGINT Columns of A, rows of B.
+-- @arg n BIGINT Columns of B and of the result.
+-- @arg has_bias BOOLEAN True when a bias is added to each result (addmm, baddbmm, linear with bias).
 CREATE OR REPLACE MACRO gemm_flops(batch, m, k, n, has_bias) AS
   2 * batch * m * k * n + CASE WHEN has_bias THEN batch * m * n ELSE 0 END;
 
 -- Output length of a convolution along one spatial dim: floor((x + 2p - d(k-1) - 1) / s) + 1
 -- (PyTorch docs, torch.nn.Conv1d/2d/3d, "Shape").
+-- @arg x BIGINT Input length along the dim.
+-- @arg k BIGINT Kernel length along the dim.
+-- @arg s BIGINT Stride.
+-- @arg p BIGINT Padding.
+-- @arg d BIGINT Dilation.
 CREATE OR REPLACE MACRO conv_out_len(x, k, s, p, d) AS (x + 2 * p - d * (k - 1) - 1) // nullif(s, 0) + 1;
 
 -- Output length of a transposed convolution along one spatial dim: (x-1)s - 2p + d(k-1) + output_padding + 1
 -- (PyTorch docs, torch.nn.ConvTranspose1d/2d/3d, "Shape").
+-- @arg x BIGINT Input length along the dim.
+-- @arg k BIGINT Kernel length along the dim.
+-- @arg s BIGINT Stride.
+-- @arg p BIGINT Padding.
+-- @arg d BIGINT Dilation.
+-- @arg op BIGINT Output padding.
 CREATE OR REPLACE MACRO conv_transpose_out_len(x, k, s, p, d, op) AS (x - 1) * s - 2 * p + d * (k - 1) + op + 1;
 
 -- FLOPs of a convolution: 2 * batch * prod(weight dims) * prod(spatial dims of the output), for a
 -- transposed one of the input (torch.utils.flop_counter.conv_flop_count); plus one add per output
 -- element for a bias, as for GEMMs.
+-- @arg n BIGINT Batch size (1 for an unbatched input).
+-- @arg weight_numel HUGEINT Elements of the weight.
+-- @arg spatial_numel HUGEINT Elements of one channel of the output (of the input, for a transposed convolution).
+-- @arg out_numel HUGEINT Elements of the output.
+-- @arg has_bias BOOLEAN True when a bias is added.
 CREATE OR REPLACE MACRO conv_flops(n, weight_numel, spatial_numel, out_numel, has_bias) AS
   2 * n * weight_numel * spatial_numel + CASE WHEN has_bias THEN out_numel ELSE 0 END;
 
@@ -52,6 +80,12 @@ CREATE OR REPLACE MACRO conv_flops(n, weight_numel, spatial_numel, out_numel, ha
 -- benchmark_flash_attention.py flops(), TraceLens SDPA.flops_func, torch.utils.flop_counter
 -- sdpa_flop_count; softmax left out, as in all three). NULL when causal is unknown, and for a causal
 -- mask with Sq <> Sk, whose share of the square depends on the alignment: no guess.
+-- @arg bh HUGEINT Batch x query heads.
+-- @arg sq BIGINT Query length.
+-- @arg sk BIGINT Key length.
+-- @arg dqk BIGINT Head dim of queries and keys.
+-- @arg dv BIGINT Head dim of values.
+-- @arg causal BOOLEAN True with a causal mask, NULL when unknown.
 CREATE OR REPLACE MACRO attention_flops(bh, sq, sk, dqk, dv, causal) AS
   CASE WHEN causal IS NULL OR (causal AND sq <> sk) THEN NULL
        ELSE 2 * bh * sq * sk * (dqk + dv) // CASE WHEN causal THEN 2 ELSE 1 END END;
@@ -61,14 +95,21 @@ CREATE OR REPLACE MACRO attention_flops(bh, sq, sk, dqk, dv, causal) AS
 -- x * rstd, 1), and one each for a weight and a bias; vLLM's fused_add_rms_norm adds the residual
 -- first (1). Eval-mode batch norm only normalises. Counted here, per element, from the definitions
 -- in the PyTorch docs (torch.nn.LayerNorm, RMSNorm, BatchNorm2d, GroupNorm).
+-- @arg numel HUGEINT Elements of the input.
+-- @arg stats INTEGER FLOPs per element of the statistics (0 to 3).
+-- @arg normalise INTEGER FLOPs per element of normalising (1 or 2).
+-- @arg has_weight BOOLEAN True when a weight scales the result.
+-- @arg has_bias BOOLEAN True when a bias is added.
 CREATE OR REPLACE MACRO norm_flops(numel, stats, normalise, has_weight, has_bias) AS
   numel * (stats + normalise + CASE WHEN has_weight THEN 1 ELSE 0 END + CASE WHEN has_bias THEN 1 ELSE 0 END);
 
 -- FLOPs of softmax and log_softmax: 5 per element (max, subtract, exp, sum, divide or log).
+-- @arg numel HUGEINT Elements of the input.
 CREATE OR REPLACE MACRO softmax_flops(numel) AS 5 * numel;
 
 -- Rank of a dtype's kind in type promotion (bool < integer < floating < complex: PyTorch docs,
 -- "Type promotion" in torch.result_type), for the result dtype of a binary elementwise op.
+-- @arg dtype VARCHAR A torch dtype name, e.g. bfloat16, int64, bool.
 CREATE OR REPLACE MACRO dtype_kind_rank(dtype) AS CASE WHEN dtype = 'bool' THEN 0
   WHEN dtype LIKE 'complex%' THEN 3 WHEN dtype LIKE '%float%' OR dtype = 'half' THEN 2 ELSE 1 END;
 
@@ -151,7 +192,7 @@ CREATE TABLE IF NOT EXISTS device_peaks (
 -- The device of each run and its peaks: deviceProperties' first GPU (its name and SM count) matched
 -- against `device_peaks` (a row with num_sms before one without, then the longest pattern). Runs
 -- without deviceProperties, or with a device no row matches, have NULL peaks.
--- @column run_id VARCHAR The run.
+-- @columns-as runs: run_id
 -- @column device_name VARCHAR The first GPU's name in deviceProperties, NULL when the trace has none.
 -- @column num_sms INTEGER Its SM (NVIDIA) or CU (AMD) count.
 -- @column device VARCHAR The matched `device_peaks` device, NULL when none matches.
@@ -179,6 +220,11 @@ FROM d LEFT JOIN (
 -- The peak TFLOP/s of a `run_devices` row for an op's dtype: float32 -> FP32 (an fp32 GEMM may run
 -- on TF32 units when torch allows it; the trace does not say), bfloat16 -> BF16, float16 -> FP16,
 -- float8 types -> FP8; NULL for other dtypes.
+-- @arg dtype VARCHAR The op's dtype (torch name).
+-- @arg fp32_tflops DOUBLE The device's peak FP32 TFLOP/s.
+-- @arg bf16_tflops DOUBLE Its peak BF16 TFLOP/s.
+-- @arg fp16_tflops DOUBLE Its peak FP16 TFLOP/s.
+-- @arg fp8_tflops DOUBLE Its peak FP8 TFLOP/s.
 CREATE OR REPLACE MACRO peak_tflops_for(dtype, fp32_tflops, bf16_tflops, fp16_tflops, fp8_tflops) AS CASE
   WHEN dtype = 'float32' THEN fp32_tflops WHEN dtype = 'bfloat16' THEN bf16_tflops
   WHEN dtype = 'float16' THEN fp16_tflops WHEN dtype LIKE 'float8%' THEN fp8_tflops END;
@@ -186,7 +232,7 @@ CREATE OR REPLACE MACRO peak_tflops_for(dtype, fp32_tflops, bf16_tflops, fp16_tf
 -- The category and cost formula of every CPU op name in the runs, from `op_categories`: the row
 -- of the exact name, else the longest LIKE pattern that matches (category only), else
 -- 'communication' for a name named after a collective (`is_collective_name`), else 'other'.
--- @column name VARCHAR Op name.
+-- @columns-as cpu_ops: name
 -- @column category VARCHAR GEMM, convolution, attention, elementwise, normalisation, reduction, communication, copy or other.
 -- @column model VARCHAR Cost formula of op_cost for the name, NULL when none.
 CREATE OR REPLACE VIEW op_name_categories AS
@@ -208,7 +254,7 @@ LEFT JOIN by_pattern p ON p.name = n.name;
 -- the GPU time of its whole subtree. op_cost sums eager work over it; the roofline report sums
 -- the replayed work of ops captured into CUDA graphs over it (graph_op_time), so that
 -- `aten::linear` gets the time of the GEMM its `aten::addmm` launched in both.
--- @column run_id VARCHAR Run of the ops.
+-- @columns-as cpu_ops: run_id
 -- @column event_id BIGINT The op that made launch calls (`launch_calls.op_event_id`).
 -- @column anc_id BIGINT That op itself or an op enclosing it.
 CREATE OR REPLACE VIEW launch_op_ancestors AS
@@ -243,10 +289,9 @@ SELECT run_id, event_id, anc_id FROM up;
 -- the host or another device are left out (the link bounds them, not the GPU's memory). Nested ops are all listed: sum rows with
 -- is_counted (the outermost op with a cost on its thread; its formula covers the ops inside it) to
 -- count each GEMM once.
--- @column run_id VARCHAR Run of the op.
--- @column event_id BIGINT The op event.
+-- @columns-as cpu_ops: run_id, event_id
 -- @column op_name VARCHAR Op name, e.g. aten::addmm.
--- @column category VARCHAR GEMM, convolution, attention, elementwise, normalisation, reduction, communication, copy or other (from op_categories).
+-- @columns-as op_name_categories: category
 -- @column model VARCHAR Formula used (gemm, conv, attention, layer_norm, rms_norm, batch_norm, group_norm, softmax, unary, binary, reduction, embedding, gather, copy), NULL when none applies.
 -- @column input_dims VARCHAR Dims of every input, as in top-ops.
 -- @column dtype VARCHAR Dtype the math runs in: the first matrix's (GEMM), the input's (others), the source's (copies).
@@ -257,9 +302,7 @@ SELECT run_id, event_id, anc_id FROM up;
 -- @column tb_per_s DOUBLE Achieved TB/s: bytes / gpu_dur_ns / 1000.
 -- @column intensity DOUBLE Arithmetic intensity, FLOPs per byte.
 -- @column is_counted BOOLEAN True for the outermost op with a cost (flops or bytes) on its thread: sum these to count nested ops once.
--- @column parent_op_id BIGINT Innermost enclosing CPU op.
--- @column call_site VARCHAR Innermost user frame of the op's Python stack.
--- @column step BIGINT Profiler step whose window contains the op.
+-- @columns-as cpu_ops: parent_op_id, call_site, step
 CREATE OR REPLACE VIEW op_cost AS
 WITH RECURSIVE ops AS MATERIALIZED (
   -- every CPU op with its formula

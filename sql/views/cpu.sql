@@ -8,9 +8,7 @@
 -- @column run_id VARCHAR Run of the op.
 -- @column event_id BIGINT The op event.
 -- @column name VARCHAR Op name, e.g. aten::copy_.
--- @column pid VARCHAR Process id (text).
--- @column tid VARCHAR Thread id (text).
--- @column ts_ns BIGINT Start, ns.
+-- @columns-as events: pid, tid, ts_ns
 -- @column dur_ns BIGINT Inclusive duration, ns.
 -- @column self_dur_ns BIGINT Duration minus direct children on the same thread, ns.
 -- @column parent_id BIGINT Enclosing event (any kind) on the thread.
@@ -42,8 +40,7 @@ WHERE o.is_cpu_op;
 -- (`shapes` holds them as one row per member, with member_index). Built with list_sort on the
 -- input's position rather than an ordered aggregate (3x faster over a run's ops); a column not
 -- selected is not computed.
--- @column run_id VARCHAR Run of the op.
--- @column event_id BIGINT The op event.
+-- @columns-as cpu_ops: run_id, event_id
 -- @column input_dims BIGINT[][] The dims of every input, in order (NULL for an input without dims).
 -- @column input_dims_text VARCHAR input_dims as text, e.g. '[[8, 16], [16, 4]]' (the input_dims of top-ops and op_cost).
 -- @column input_dtypes VARCHAR[] The dtype of every input, in order (NULL for non-tensor inputs).
@@ -60,7 +57,7 @@ FROM (
 -- Per run and CPU op name: calls and summed self time (report overview's top ops).
 -- @summary
 -- @column run_id VARCHAR Run of the ops.
--- @column name VARCHAR Op name.
+-- @columns-as cpu_ops: name
 -- @column calls BIGINT Calls of the op.
 -- @column self_ns BIGINT Summed self time, ns.
 -- @column rank BIGINT Position of the op in its run by self time (1: the most), ties by name.

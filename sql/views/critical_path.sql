@@ -38,6 +38,35 @@
 -- launching thread that returned before the call started, and its chain (consecutive work on the
 -- stream where each waited for the one before) with running sums along the stream of the gaps and
 -- busy time (per kind) before each work, so that a walk crosses a chain in one step.
+-- @arg run_ids VARCHAR[] The runs to read.
+-- @columns-as device_events: run_id, event_id, name, ts_ns
+-- @column end_ns BIGINT End on the GPU, ns.
+-- @columns-as device_events: device, stream, work_kind
+-- @columns-as device_work: launch_event_id
+-- @column launch_pid VARCHAR Process of the launch call.
+-- @column launch_tid VARCHAR Thread of the launch call.
+-- @column launch_ts_ns BIGINT Start of the launch call, ns.
+-- @columns-as device_work: step
+-- @column kind VARCHAR Its time class (`gpu_time_class`): compute, communication, memcpy or memset.
+-- @column prev_event_id BIGINT The previous work on its stream (by start).
+-- @column prev_end_ns BIGINT End of the previous work, ns.
+-- @column prev_ts_ns BIGINT Start of the previous work, ns.
+-- @column prev_kind VARCHAR Time class of the previous work.
+-- @column wait_event_id BIGINT The work on another stream it waited for (a stream wait), NULL when none.
+-- @column wait_end_ns BIGINT End of that work, ns.
+-- @column waits_on_other BOOLEAN True when the work on another stream is its predecessor: it ended last.
+-- @column waits_on_prev BOOLEAN True when the previous work on its stream is its predecessor: it ended at or after the launch call started.
+-- @column is_cut BOOLEAN True when a profiler step starts between the previous work's start and this one's: a chain starts here.
+-- @column prev_busy_ns BIGINT The previous work's time up to this one's start, when it is the predecessor, ns; else 0.
+-- @column gap_ns BIGINT Idle time between the previous work's end and this one's start, when it is the predecessor, ns; else 0.
+-- @column chain HUGEINT The chain on its stream, numbered from 1: work that each waited for the one before.
+-- @column stream_index BIGINT 1-based place of the work on its stream, by start.
+-- @column cum_compute_ns HUGEINT Running sum of prev_busy_ns along the stream for compute predecessors, ns.
+-- @column cum_comm_ns HUGEINT Running sum of prev_busy_ns along the stream for communication predecessors, ns.
+-- @column cum_copy_ns HUGEINT Running sum of prev_busy_ns along the stream for memcpy and memset predecessors, ns.
+-- @column cum_gap_ns HUGEINT Running sum of gap_ns along the stream, ns.
+-- @column head_event_id BIGINT The first work of its chain.
+-- @column launch_prior_sync_id BIGINT The latest synchronizing call on the launching thread that returned before the launch call started.
 CREATE OR REPLACE MACRO critical_path_work(run_ids) AS TABLE
 WITH w AS (
   SELECT g.run_id, g.event_id, g.name, g.ts_ns, g.ts_ns + g.dur_ns AS end_ns, g.device, g.stream, g.work_kind,
@@ -130,6 +159,16 @@ FROM h ASOF LEFT JOIN syncs s
 -- event (same correlation) names one, else on any stream of the run. NULL when no work ended
 -- while it blocked: the call waited for nothing. Of works that ended at the same ns, the first
 -- in the trace (the lowest event id).
+-- @arg run_ids VARCHAR[] The runs to read.
+-- @columns-as launch_calls: run_id
+-- @column event_id BIGINT The synchronizing call.
+-- @column name VARCHAR Its name, e.g. cudaStreamSynchronize, cudaMemcpy.
+-- @columns-as launch_calls: pid, tid, ts_ns
+-- @column end_ns BIGINT Its return, ns.
+-- @column correlation BIGINT Its correlation id (its `cuda_sync` event has the same).
+-- @column prev_sync_id BIGINT The previous synchronizing call on its thread, by return.
+-- @column awaited_event_id BIGINT The GPU work it waited for, NULL when none ended while it blocked.
+-- @column awaited_end_ns BIGINT End of that work, ns.
 CREATE OR REPLACE MACRO critical_path_syncs(run_ids) AS TABLE
 WITH s AS (
   SELECT e.run_id, e.event_id, e.name, e.pid, e.tid, e.ts_ns, e.ts_ns + e.dur_ns AS end_ns, e.correlation,
@@ -181,6 +220,30 @@ SELECT s.*, waited.awaited_event_id, waited.awaited_end_ns FROM s LEFT JOIN wait
 -- The critical path of every step of the given runs (a list of run ids), one row per element of
 -- the path from the window's end back to its start (see the top of this file); the elements
 -- tile the window. `critical_path` is this over every run.
+-- @arg run_ids VARCHAR[] The runs to read.
+-- @column run_id VARCHAR Run of the step.
+-- @column step BIGINT N of ProfilerStep#N; NULL for the one window of a run without steps.
+-- @column window_start_ns BIGINT Start of the window: the step's CPU window start (else the run's first CPU op, runtime call or GPU work), ns.
+-- @column window_end_ns BIGINT End of the window: the later of the CPU window's end and the last end of the GPU work launched in the step, ns.
+-- @column position BIGINT 1 for the element at the window's start, counting forward in time.
+-- @column kind VARCHAR cpu (time on a CPU thread up to a launch or the window's end), sync (a synchronizing call from the end of the work it waited for to its return, or the whole call when it waited for nothing), launch (launch call start to the work's start), kernel_gap (idle stream between two works where the later was already launched), stream_wait (from the end of work on another stream to the start of the work that waited for it), gpu (a chain of GPU work on one stream) or unattributed (GPU work with neither a launch in the trace nor earlier work on its stream).
+-- @column event_id BIGINT The element's event: the last GPU work of a gpu chain, the work after a kernel_gap or stream_wait, the launch call, the synchronizing call; NULL for cpu.
+-- @column head_event_id BIGINT gpu: the first GPU work of the chain on the path (the element's start); NULL otherwise.
+-- @column pid VARCHAR CPU process of cpu, sync and launch elements.
+-- @column tid VARCHAR CPU thread of cpu, sync and launch elements.
+-- @column device BIGINT GPU of gpu, kernel_gap, stream_wait and unattributed elements.
+-- @column stream BIGINT Stream of gpu, kernel_gap, stream_wait and unattributed elements.
+-- @column ts_ns BIGINT Start of the element, ns.
+-- @column dur_ns BIGINT Length of the element, ns.
+-- @column works BIGINT gpu: the GPU works (kernels, copies, sets) of the chain on the path; 0 otherwise.
+-- @column cpu_ns BIGINT CPU-bound time in the element, ns.
+-- @column gpu_compute_ns BIGINT Time of compute kernels in the element, ns.
+-- @column communication_ns BIGINT Time of communication kernels (`kernel_collective`) in the element, ns.
+-- @column gpu_copy_ns BIGINT Time of GPU memory copies and sets in the element, ns.
+-- @column launch_ns BIGINT Launch latency in the element (launch call start to work start), ns.
+-- @column kernel_gap_ns BIGINT Kernel-to-kernel overhead in the element (stream idle with the next work already launched, or waiting for work on another stream), ns.
+-- @column sync_ns BIGINT Time in synchronizing calls that the GPU work does not explain, ns.
+-- @column unattributed_ns BIGINT Time before GPU work that has neither a launch in the trace nor earlier work on its stream, ns.
 CREATE OR REPLACE MACRO critical_path_of(run_ids) AS TABLE
 WITH RECURSIVE work AS MATERIALIZED (
   SELECT * FROM critical_path_work(run_ids)
@@ -328,28 +391,7 @@ FROM path WHERE kind <> 'end';
 -- (call start to work start), a kernel-to-kernel gap, or a chain of GPU work on one stream (work
 -- that each waited for the previous one, with the gaps between them); the elements of a window
 -- tile it, and each element's breakdown columns add up to its dur_ns.
--- @column run_id VARCHAR Run of the step.
--- @column step BIGINT N of ProfilerStep#N; NULL for the one window of a run without steps.
--- @column window_start_ns BIGINT Start of the window: the step's CPU window start (else the run's first CPU op, runtime call or GPU work), ns.
--- @column window_end_ns BIGINT End of the window: the later of the CPU window's end and the last end of the GPU work launched in the step, ns.
--- @column position BIGINT 1 for the element at the window's start, counting forward in time.
--- @column kind VARCHAR cpu (time on a CPU thread up to a launch or the window's end), sync (a synchronizing call from the end of the work it waited for to its return, or the whole call when it waited for nothing), launch (launch call start to the work's start), kernel_gap (idle stream between two works where the later was already launched), stream_wait (from the end of work on another stream to the start of the work that waited for it), gpu (a chain of GPU work on one stream) or unattributed (GPU work with neither a launch in the trace nor earlier work on its stream).
--- @column event_id BIGINT The element's event: the last GPU work of a gpu chain, the work after a kernel_gap or stream_wait, the launch call, the synchronizing call; NULL for cpu.
--- @column head_event_id BIGINT gpu: the first GPU work of the chain on the path (the element's start); NULL otherwise.
--- @column pid VARCHAR CPU process of cpu, sync and launch elements.
--- @column tid VARCHAR CPU thread of cpu, sync and launch elements.
--- @column device BIGINT GPU of gpu, kernel_gap, stream_wait and unattributed elements.
--- @column stream BIGINT Stream of gpu, kernel_gap, stream_wait and unattributed elements.
--- @column ts_ns BIGINT Start of the element, ns.
--- @column dur_ns BIGINT Length of the element, ns.
--- @column works BIGINT gpu: the GPU works (kernels, copies, sets) of the chain on the path; 0 otherwise.
--- @column cpu_ns BIGINT CPU-bound time in the element, ns.
--- @column gpu_compute_ns BIGINT Time of compute kernels in the element, ns.
--- @column communication_ns BIGINT Time of communication kernels (`kernel_collective`) in the element, ns.
--- @column gpu_copy_ns BIGINT Time of GPU memory copies and sets in the element, ns.
--- @column launch_ns BIGINT Launch latency in the element (launch call start to work start), ns.
--- @column kernel_gap_ns BIGINT Kernel-to-kernel overhead in the element (stream idle with the next work already launched, or waiting for work on another stream), ns.
--- @column sync_ns BIGINT Time in synchronizing calls that the GPU work does not explain, ns.
--- @column unattributed_ns BIGINT Time before GPU work that has neither a launch in the trace nor earlier work on its stream, ns.
+-- @columns-as critical_path_of: run_id, step, window_start_ns, window_end_ns, position, kind, event_id, head_event_id, pid, tid, device, stream
+-- @columns-as critical_path_of: ts_ns, dur_ns, works, cpu_ns, gpu_compute_ns, communication_ns, gpu_copy_ns, launch_ns, kernel_gap_ns, sync_ns, unattributed_ns
 CREATE OR REPLACE VIEW critical_path AS
 SELECT * FROM critical_path_of((SELECT list(run_id) FROM runs));
