@@ -5,7 +5,7 @@ The profiler writes a frame's file relative to the `sys.path` entry it was found
 standard library's `/usr/lib/python3.11/copy.py` is written `copy.py`, exactly like a user's own
 `copy.py` next to their script. The call-site rule tells them apart by the function: a frame is
 the standard library's when its file is one of these files and its function is defined there
-(`sql/views/10_stacks.sql`, table `stdlib_functions`).
+(`sql/views/stacks.sql`, table `stdlib_functions`).
 
 One line per file: the path relative to the standard library's directory, a tab, then the
 names, space-separated. Generic code names (`<genexpr>`, `<lambda>`, `<listcomp>`, ...) are

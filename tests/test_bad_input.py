@@ -154,8 +154,9 @@ def test_empty_runs_work_everywhere(tmp_path):
         runs = db.sql("SELECT name, event_count, start_ns, warnings FROM runs ORDER BY name").fetchall()
         assert [(n, c, s, dict(w)) for n, c, s, w in runs if n != real.name.removesuffix(".json")] == [
             ("a", 0, None, {"traceEvents holds no events": 1}), ("b", 0, None, {"traceEvents holds no events": 1})]
-        for name, _kind, _doc in db.relations():
-            db.sql(f"SELECT * FROM {name}").fetchall()
+        for name, kind, _doc in db.relations():
+            if kind in ("table", "view"):
+                db.sql(f"SELECT * FROM {name}").fetchall()
         for name, report in all_reports().items():
             if "one_job" in report.requires:  # three unrelated runs are not one job
                 with pytest.raises(JobSelectionError, match="needs the runs of one job"):

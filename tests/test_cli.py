@@ -284,25 +284,45 @@ def test_sql_answers_in_every_format(samples_store, capsys):
     assert (code, out) == (1, "") and err.startswith('Error: Binder Error: Referenced column "nope" not found')
 
 
-def test_schema_lists_every_table_and_view_and_their_columns(samples_store, capsys):
+def test_schema_lists_every_table_view_and_macro_and_their_columns(samples_store, capsys):
     sql = ROOT / "sql"
     texts = [(sql / "tables.sql").read_text(), *(p.read_text() for p in sorted((sql / "views").glob("*.sql")))]
     created = {m.group(1) for t in texts
                for m in re.finditer(r"^CREATE (?:OR REPLACE )?(?:TABLE|VIEW) (?:IF NOT EXISTS )?(\w+)", t, re.M)}
-    # a summary without settings is a view named after its macro (NAME_of)
-    created |= {m.group(1) for t in texts
-                for m in re.finditer(r"^-- @summary\n(?:-- .*\n)*CREATE OR REPLACE MACRO (\w+)_of\(", t, re.M)}
+    # a summary (a macro NAME_of) is a view NAME, or a table macro NAME with settings, and a macro NAME_packed
+    summaries = {m.group(1) for t in texts
+                 for m in re.finditer(r"^-- @summary.*\n(?:-- .*\n)*CREATE OR REPLACE MACRO (\w+)_of\(", t, re.M)}
+    created |= summaries
+    macros = {m.group(1) for t in texts for m in re.finditer(r"^CREATE (?:OR REPLACE )?MACRO (\w+)", t, re.M)}
+    macros |= {f"{name}_packed" for name in summaries}
     code, out, err = cli(capsys, "schema", "--store", samples_store, "-f", "csv")
     listed = list(csv.reader(io.StringIO(out)))
     assert (code, err, listed[0]) == (0, "", ["name", "kind", "description"])
-    assert {row[0] for row in listed[1:]} == created and all(len(row[2]) > 20 for row in listed[1:])
+    assert {row[0] for row in listed[1:]} == created | macros and all(len(row[2]) > 20 for row in listed[1:])
+    kinds = {row[0]: row[1] for row in listed[1:]}
+    assert (kinds["cpu_ops"], kinds["step_number"], kinds["busy_time"], kinds["gpu_time"]) == \
+        ("view", "macro", "table macro", "table macro")
     # a view's columns: as declared above it in its file
-    text = (sql / "views" / "30_cpu.sql").read_text()
-    block = text[:text.index("CREATE OR REPLACE VIEW cpu_ops")].rsplit("\n\n", 1)[-1]
+    text = (sql / "views" / "steps.sql").read_text()
+    block = text[:text.index("CREATE OR REPLACE VIEW steps")].rsplit("\n\n", 1)[-1]
     declared = re.findall(r"^-- @column (\w+) (\S+) (.+)$", block, re.M)
-    code, out, _ = cli(capsys, "schema", "cpu_ops", "--store", samples_store, "-f", "csv")
-    assert [tuple(r) for r in csv.reader(io.StringIO(out))][1:] == declared
+    code, out, _ = cli(capsys, "schema", "steps", "--store", samples_store, "-f", "csv")
+    assert [tuple(r) for r in csv.reader(io.StringIO(out))][1:] == declared and len(declared) == 8
+    # or as declared where `@columns-as` takes them from: op_inputs' first two are cpu_ops'
+    assert "-- @columns-as cpu_ops: run_id, event_id" in (sql / "views" / "cpu.sql").read_text()
+    code, out, _ = cli(capsys, "schema", "op_inputs", "--store", samples_store, "-f", "csv")
+    code, cpu_ops, _ = cli(capsys, "schema", "cpu_ops", "--store", samples_store, "-f", "csv")
+    assert out.splitlines()[1:3] == cpu_ops.splitlines()[1:3]
     assert cli(capsys, "schema", "nope", "--store", samples_store)[0] == 1
+    # a macro's arguments, then its columns
+    code, out, _ = cli(capsys, "schema", "busy_time", "--store", samples_store, "-f", "csv")
+    rows = list(csv.reader(io.StringIO(out)))
+    assert rows[0] == ["part", "name", "type", "description"]
+    assert [r[:3] for r in rows[1:5]] == [["argument", "kinds", "VARCHAR[]"], ["argument", "by_step", "BOOLEAN"],
+                                          ["argument", "by_kind", "BOOLEAN"], ["column", "run_id", "VARCHAR"]]
+    assert rows[3][3].endswith("[default: false]")
+    code, out, _ = cli(capsys, "schema", "step_number", "--store", samples_store)
+    assert out.startswith("step_number: N of a `ProfilerStep#N` name")
 
 
 def test_reports_lists_every_report_file(capsys):

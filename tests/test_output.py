@@ -400,7 +400,7 @@ def test_errors_suggest(stores, capsys, monkeypatch):
     _, _, err = cli(capsys, monkeypatch, "report", "top-ops", "--param", "group_bi=name", "--store", store)
     assert err == "Error: report top-ops has no parameter 'group_bi'. Did you mean 'group_by'? Parameters: group_by.\n"
     _, _, err = cli(capsys, monkeypatch, "schema", "evnts", "--store", store)
-    assert err == ("Error: no table or view named 'evnts'. Did you mean 'events' or 'event_steps'? "
+    assert err == ("Error: no table, view or macro named 'evnts'. Did you mean 'events' or 'event_steps'? "
                    "Run `traceduck schema` to list them.\n")
     _, _, err = cli(capsys, monkeypatch, "report", "steps", "--run", "frist", "--store", store)
     with traceduck.open(store) as db:

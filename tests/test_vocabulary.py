@@ -297,7 +297,7 @@ def _sql_code(text: str) -> str:
 
 def _code_files() -> dict[str, str]:
     """Every SQL file of sql/ (comments blanked) and every Python module of traceduck, by path
-    relative to its root (sql/views/40_gpu.sql, src/traceduck/export.py)."""
+    relative to its root (sql/views/gpu.sql, src/traceduck/export.py)."""
     files = {f"sql/{p.relative_to(SQL)}": _sql_code(p.read_text()) for p in sorted(SQL.rglob("*.sql"))}
     files.update({f"src/traceduck/{p.relative_to(SRC)}": p.read_text() for p in sorted(SRC.rglob("*.py"))})
     return files
@@ -366,25 +366,25 @@ def second_definitions() -> list[str]:
                 found.extend(f"{name}:{_line(text, m.start())}: {what}: {m.group(0)!r}" for m in re.finditer(pattern, text))
 
     # runtime-call names (launches, graph launches, host functions, captures, syncs, event records
-    # and stream waits): the macros of 00_reference.sql
+    # and stream waits): the macros of reference.sql
     only_in(r"GraphLaunch|HostFunc|(Begin|End)Capture|Begin\|End|Synchroni[sz]e|EventRecord|StreamWaitEvent|\(\?i\)\(launch"
-            r"|memset\|fill|\(\?i\)memcpy", {"sql/views/00_reference.sql"}, "runtime-call name pattern outside 00_reference.sql")
+            r"|memset\|fill|\(\?i\)memcpy", {"sql/views/reference.sql"}, "runtime-call name pattern outside reference.sql")
     # collectives: the words of is_collective_name and name_collective, and the families of
-    # collective_family and busbw_factor (55_communication.sql)
+    # collective_family and busbw_factor (communication.sql)
     only_in(r"(?i)all_\?(reduce|gather)|reduce_\?scatter|all_\?to_\?all|%all_?(reduce|gather|to_?all)%|%reduce_?scatter%",
-            {"sql/views/55_communication.sql"}, "collective name pattern outside 55_communication.sql")
-    # a device's index when the event has no `device` arg: device_of (40_gpu.sql)
-    only_in(r"TRY_CAST\(\s*(\w+\.)?pid\s+AS\s+BIGINT\s*\)", {"sql/views/40_gpu.sql"}, "device fallback outside device_of")
-    # GPU time classes: gpu_time_class (60_activity.sql) classifies GPU work by its kind; no other
+            {"sql/views/communication.sql"}, "collective name pattern outside communication.sql")
+    # a device's index when the event has no `device` arg: device_of (gpu.sql)
+    only_in(r"TRY_CAST\(\s*(\w+\.)?pid\s+AS\s+BIGINT\s*\)", {"sql/views/gpu.sql"}, "device fallback outside device_of")
+    # GPU time classes: gpu_time_class (activity.sql) classifies GPU work by its kind; no other
     # classification, nor the critical path's old label set
     only_in(r"(?i)\b(item_kind|work_kind)\s+IN\s*\(\s*'memcpy'\s*,\s*'memset'\s*\)|\bwork_kind\s*<>\s*'kernel'"
-            r"|(THEN|ELSE)\s+'gpu_(compute|copy)'", {"sql/views/60_activity.sql"}, "GPU time class outside gpu_time_class")
+            r"|(THEN|ELSE)\s+'gpu_(compute|copy)'", {"sql/views/activity.sql"}, "GPU time class outside gpu_time_class")
     # time units: units.py's NS_PER
     only_in(r"[\"'](ns|us|ms|s)[\"']\s*:\s*1[\d_]*\b|\bns\|us\|ms\b", {"src/traceduck/units.py"}, "time unit table outside units.py")
     # cost op signatures: op_signatures says where each op's inputs are; the formulas name no op
     # and no input position but the first (any op's first input)
-    cost = files["sql/views/80_cost.sql"]
-    found.extend(f"sql/views/80_cost.sql:{_line(cost, m.start())}: op or input position in a cost formula: {m.group(0)!r}"
+    cost = files["sql/views/cost.sql"]
+    found.extend(f"sql/views/cost.sql:{_line(cost, m.start())}: op or input position in a cost formula: {m.group(0)!r}"
                  for m in re.finditer(r"'(aten|_C|flash_attn|vllm)::[^']*'|\bins\[(?!1\])\d+", cost))
     # vocabulary rows: only in sql/reference
     for name, text in files.items():
@@ -406,25 +406,25 @@ def test_a_second_definition_is_found(monkeypatch):
     copies = {
         "src/traceduck/export.py": 'WORK = ("kernel", "memcpy", "memset")\nFLOWS = ["s", "t", "f"]\nUNITS = {"us": 1_000}\n',
         "src/traceduck/reference.py": 'EXTRA = Category("cpu_op", "op", "Kineto 2023+")\n',
-        "sql/views/60_activity.sql": "SELECT * FROM device_work(['kernel', 'memcpy', 'memset']) WHERE phase NOT IN ('M', 's', 't', 'f');\n"
-                                     "SELECT regexp_matches(name, 'GraphLaunch');\n",
-        "sql/views/65_critical_path.sql": "SELECT coalesce(x.device, TRY_CAST(x.pid AS BIGINT)),\n"
-                                          "  CASE WHEN w.work_kind <> 'kernel' THEN 'gpu_copy' ELSE 'gpu_compute' END FROM x;\n",
-        "sql/views/80_cost.sql": "SELECT ins[3] FROM m WHERE name = 'aten::addmm' OR name LIKE '%allreduce%';\n",
+        "sql/views/activity.sql": "SELECT * FROM device_work(['kernel', 'memcpy', 'memset']) WHERE phase NOT IN ('M', 's', 't', 'f');\n"
+                                  "SELECT regexp_matches(name, 'GraphLaunch');\n",
+        "sql/views/critical_path.sql": "SELECT coalesce(x.device, TRY_CAST(x.pid AS BIGINT)),\n"
+                                       "  CASE WHEN w.work_kind <> 'kernel' THEN 'gpu_copy' ELSE 'gpu_compute' END FROM x;\n",
+        "sql/views/cost.sql": "SELECT ins[3] FROM m WHERE name = 'aten::addmm' OR name LIKE '%allreduce%';\n",
     }
     monkeypatch.setattr(sys.modules[__name__], "_code_files",
                         lambda: {name: text + copies.get(name, "") for name, text in real.items()})
     found = second_definitions()
-    expected = [("sql/views/60_activity.sql", "event kinds (event_kinds.csv) listed again: ['kernel', 'memcpy', 'memset']"),
-                ("sql/views/60_activity.sql", "trace phases (trace_phases.csv) listed again: ['M', 'f', 's', 't']"),
-                ("sql/views/60_activity.sql", "runtime-call name pattern outside 00_reference.sql: 'GraphLaunch'"),
-                ("sql/views/65_critical_path.sql", "device fallback outside device_of: 'TRY_CAST(x.pid AS BIGINT)'"),
-                ("sql/views/65_critical_path.sql", "GPU time class outside gpu_time_class: \"work_kind <> 'kernel'\""),
-                ("sql/views/65_critical_path.sql", "GPU time class outside gpu_time_class: \"THEN 'gpu_copy'\""),
-                ("sql/views/65_critical_path.sql", "GPU time class outside gpu_time_class: \"ELSE 'gpu_compute'\""),
-                ("sql/views/80_cost.sql", "op or input position in a cost formula: 'ins[3'"),
-                ("sql/views/80_cost.sql", "op or input position in a cost formula: \"'aten::addmm'\""),
-                ("sql/views/80_cost.sql", "collective name pattern outside 55_communication.sql: '%allreduce%'"),
+    expected = [("sql/views/activity.sql", "event kinds (event_kinds.csv) listed again: ['kernel', 'memcpy', 'memset']"),
+                ("sql/views/activity.sql", "trace phases (trace_phases.csv) listed again: ['M', 'f', 's', 't']"),
+                ("sql/views/activity.sql", "runtime-call name pattern outside reference.sql: 'GraphLaunch'"),
+                ("sql/views/critical_path.sql", "device fallback outside device_of: 'TRY_CAST(x.pid AS BIGINT)'"),
+                ("sql/views/critical_path.sql", "GPU time class outside gpu_time_class: \"work_kind <> 'kernel'\""),
+                ("sql/views/critical_path.sql", "GPU time class outside gpu_time_class: \"THEN 'gpu_copy'\""),
+                ("sql/views/critical_path.sql", "GPU time class outside gpu_time_class: \"ELSE 'gpu_compute'\""),
+                ("sql/views/cost.sql", "op or input position in a cost formula: 'ins[3'"),
+                ("sql/views/cost.sql", "op or input position in a cost formula: \"'aten::addmm'\""),
+                ("sql/views/cost.sql", "collective name pattern outside communication.sql: '%allreduce%'"),
                 ("src/traceduck/export.py", "event kinds (event_kinds.csv) listed again: ['kernel', 'memcpy', 'memset']"),
                 ("src/traceduck/export.py", "trace phases (trace_phases.csv) listed again: ['f', 's', 't']"),
                 ("src/traceduck/export.py", "time unit table outside units.py: '\"us\": 1_000'"),

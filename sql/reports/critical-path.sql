@@ -1,5 +1,5 @@
 -- title: Critical path per profiler step
--- description: Per run and ProfilerStep: the chain of dependent events that set the step's end-to-end time (CPU -> launch -> kernel -> next kernel on the stream or on a stream waiting for it, kernel -> synchronizing call -> CPU), found by a backward walk from the step's last-finishing event, as in HTA's critical-path analysis, and what it is made of. The breakdown columns add up to dur_ns. A run without profiler steps gives one row (step NULL) for the whole run. The view critical_path lists each step's path element by element; sql/views/65_critical_path.sql says which edges are inferred.
+-- description: Per run and ProfilerStep: the chain of dependent events that set the step's end-to-end time (CPU -> launch -> kernel -> next kernel on the stream or on a stream waiting for it, kernel -> synchronizing call -> CPU), found by a backward walk from the step's last-finishing event, as in HTA's critical-path analysis, and what it is made of. The breakdown columns add up to dur_ns. A run without profiler steps gives one row (step NULL) for the whole run. The view critical_path lists each step's path element by element; sql/views/critical_path.sql says which edges are inferred.
 -- per-run: true
 -- empty: the selected runs have no CPU ops, runtime calls or GPU work
 -- column: run_id VARCHAR -- the run

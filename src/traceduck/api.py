@@ -300,11 +300,14 @@ class Database:
         return selection.resolve(self.runs(), selection_)
 
     def relations(self) -> list[tuple[str, str, str]]:
-        """(name, kind, documentation) of every documented table and view, in load order."""
+        """(name, kind, documentation) of every documented table and view, in load order, then of every
+        macro (kind 'macro' or 'table macro')."""
         return self.engine.relations()
 
-    def describe(self, name: str) -> tuple[str, list[tuple[str, str, str]]]:
-        """(documentation, [(column, type, documentation)]) of one table or view, from DuckDB's catalog."""
+    def describe(self, name: str) -> tuple[str, list[tuple[str, ...]]]:
+        """(documentation, rows) of one table, view or macro: a table's or view's columns as (column, type,
+        documentation); a macro's arguments, then a table macro's columns, as (part, name, type,
+        documentation) with part 'argument' or 'column'."""
         return self.engine.describe(name)
 
     def cursor(self, run_ids: list[str] | None = None) -> duckdb.DuckDBPyConnection:

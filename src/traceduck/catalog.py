@@ -16,6 +16,11 @@ CREATE documents it:
   `-- @summary`. Its rows per run are what `traceduck compact` keeps in a pack; the view NAME
   (documented by the macro's comment block) and the macro NAME_packed() are generated from it:
   NAME reads the packed runs' rows from their packs and computes the others' (see Summary.sql).
+  The generator documents what it generates, and `skip_runs` (Summary.document).
+
+The documentation reaches DuckDB's catalog (COMMENT ON, see viewfile.define), `traceduck schema` and
+docs/reference/views.md; the tests hold that every view, macro, column and argument has it, and that
+no `@column` line is a copy of another (tests/test_catalog.py).
 
 Reports (sql/reports) have a header of `-- key: value` lines instead, see parse_report.
 """
@@ -81,6 +86,12 @@ class Macro:
     def kind(self) -> str:
         return "table macro" if self.is_table else "macro"
 
+    @property
+    def signature(self) -> str:
+        """How it is called: `name(param, param := default, ...)`."""
+        params = (f"{p} := {self.defaults[p]}" if p in self.defaults else p for p in self.params)
+        return f"{self.name}({', '.join(params)})"
+
 
 @dataclass
 class Statement:
@@ -107,6 +118,26 @@ class Summary:
     def packed(self) -> str:
         """The table macro that reads the packed runs' rows (empty in the SQL; see viewfile.py)."""
         return f"{self.name}_packed"
+
+    def document(self, of: Macro) -> list[Macro]:
+        """Document NAME_of's `skip_runs` (unless its comment block does), and the macros generated
+        over it from its documentation: NAME_packed(), and NAME itself when the summary has settings
+        (without, NAME is the view)."""
+        if not any(a.name == "skip_runs" for a in of.args):
+            of.args.append(Column("skip_runs", "VARCHAR[]", "Runs to leave out: those whose rows the packs hold "
+                                                            "(`summarized_runs()`)."))
+        args = {a.name: a for a in of.args}
+        settings = [Column(f"setting_{p}", args[p].type if p in args else "",
+                           f"The `{p}` these rows were computed with.") for p in self.settings]
+        packed_doc = (f"The rows of `{self.name}` for the runs whose packs this connection reads, as `traceduck "
+                      f"compact` computed them{' for every combination of the settings' if self.settings else ''}; "
+                      f"none where it reads no pack. Read by `{self.name}`.")
+        out = [Macro(self.packed, [], {}, "", True, packed_doc, [], settings + of.columns)]
+        if self.settings:
+            defaults = {p: values[0] for p, values in self.settings.items()}
+            out.append(Macro(self.name, list(self.settings), defaults, "", True, _kept_in_packs(of.doc, self.macro),
+                             [args.get(p, Column(p, "", "")) for p in self.settings], of.columns))
+        return out
 
     def _setting_columns(self, values: tuple[str, ...]) -> str:
         return "".join(f"{v} AS setting_{p}, " for p, v in zip(self.settings, values))
@@ -213,10 +244,14 @@ def _summary(comments: list[str], sql: str, where: str) -> Summary:
     name = macro.removesuffix("_of")
     summary = Summary(name, macro, None, settings)
     if not settings:
-        doc = (f"{_doc(comments)} Kept in packs: read from the packs for the runs a current pack holds (computed "
-               f"once, by `traceduck compact`), computed by `{macro}` for the others.")
-        summary.view = Relation(name, doc, "view", [], summary.sql().split(";\n", 1)[1])
+        summary.view = Relation(name, _kept_in_packs(_doc(comments), macro), "view", [], summary.sql().split(";\n", 1)[1])
     return summary
+
+
+def _kept_in_packs(doc: str, macro: str) -> str:
+    """The documentation of what a summary generates over `macro`, from the macro's."""
+    return (f"{doc} Kept in packs: read from the packs for the runs a current pack holds (computed once, by "
+            f"`traceduck compact`), computed by `{macro}` for the others.")
 
 
 def _macro(comments: list[str], sql: str) -> Macro:
@@ -272,6 +307,7 @@ def parse_sql_file(text: str, where: str = "sql") -> SqlFile:
             if summary.view is not None:
                 summary.view.columns = macro.columns
                 out.relations.append(summary.view)
+            out.macros += summary.document(macro)
             pieces.append(summary.sql())
     out.text = "\n\n".join(pieces) + "\n"
     return out
@@ -328,9 +364,15 @@ def tables() -> dict[str, Relation]:
 
 @lru_cache(maxsize=1)
 def view_files() -> list[SqlFile]:
-    """The files of sql/views in load order: each after the files it requires, else by name."""
+    """The files of sql/views in load order (see load_views)."""
+    return load_views(sql_dir() / "views")
+
+
+def load_views(directory: Path) -> list[SqlFile]:
+    """The SQL files of a directory in load order: each after the files it requires, else by name.
+    ValueError when a file requires one that is not there, or files require each other."""
     files = {}
-    for path in sorted((sql_dir() / "views").glob("*.sql")):
+    for path in sorted(directory.glob("*.sql")):
         parsed = parse_sql_file(path.read_text(), path.name)
         parsed.path = path
         files[parsed.name] = parsed
@@ -397,7 +439,7 @@ def summaries() -> list[Summary]:
 
 @lru_cache(maxsize=1)
 def macros() -> dict[str, Macro]:
-    """Every macro of sql/views, by name (lower case), in load order."""
+    """Every macro of sql/views (those summaries generate included), by name (lower case), in load order."""
     return {m.name.lower(): m for f in view_files() for m in f.macros}
 
 
@@ -408,7 +450,7 @@ def reference_tables() -> list[Relation]:
 
 def reference_sql() -> str:
     """The SQL that defines the reference tables (empty) and the macros over event names: what ingest loads."""
-    return next(f.text for f in view_files() if f.path.name.endswith("reference.sql"))
+    return next(f.text for f in view_files() if f.name == "reference")
 
 
 def documented_relations() -> dict[str, Relation]:

@@ -264,22 +264,24 @@ def sql(
 
 @app.command()
 def schema(
-    name: Optional[str] = typer.Argument(None, help="A table or view; omit to list them all.", show_default=False),
+    name: Optional[str] = typer.Argument(None, help="A table, view or macro; omit to list them all.", show_default=False),
     store: Optional[Path] = StoreOpt,
     format: Format = FormatOpt,
     wide: bool = WideOpt,
 ) -> None:
-    """List the tables and views, or one's columns, with their documentation."""
+    """List the tables, views and macros, or one's columns (a macro's arguments too), with their documentation."""
     from .api import open as open_store
 
     with open_store(store) as db:
         if name is None:
             render(["name", "kind", "description"], db.relations(), format, sys.stdout, View(wide=wide))
             return
-        doc, columns = db.describe(name)
+        doc, rows = db.describe(name)
     if format == Format.table:
         typer.echo(f"{name}: {doc}")
-    render(["column", "type", "description"], columns, format, sys.stdout, View(wide=wide))
+    is_macro = bool(rows) and len(rows[0]) == 4  # (part, name, type, documentation)
+    header = ["part", "name", "type", "description"] if is_macro else ["column", "type", "description"]
+    render(header, rows, format, sys.stdout, View(wide=wide))
 
 
 @app.command("reports")

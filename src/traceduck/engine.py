@@ -24,7 +24,7 @@ from typing import TypeVar
 import duckdb
 
 from . import packs, session
-from .catalog import documented_relations, reference_tables, schema_stamp, tables
+from .catalog import Macro, documented_relations, macros, reference_tables, schema_stamp, tables
 from .errors import RunSelectionError, StoreError, with_suggestion
 from .results import Stream, query_error, stream
 from .runs_table import LOST_FILE_RETRIES, RunsRows, stamps_key
@@ -276,16 +276,25 @@ class Engine:
         return [dict(r) for r in self._runs_memo[1]]
 
     def relations(self) -> list[tuple[str, str, str]]:
-        """(name, kind, documentation) of every documented table and view, in load order."""
-        return [(rel.name, "table" if rel.name in tables() else rel.kind, self._catalog_comment(rel.name) or "")
+        """(name, kind, documentation) of every documented table and view, in load order, then of every
+        macro of sql/views (kind 'macro' or 'table macro')."""
+        rels = [(rel.name, "table" if rel.name in tables() else rel.kind, self._catalog_comment(rel.name) or "")
                 for rel in documented_relations().values()]
+        comments = self._macro_comments()
+        return rels + [(m.name, m.kind, comments.get(m.name, "")) for m in macros().values()]
 
-    def describe(self, name: str) -> tuple[str, list[tuple[str, str, str]]]:
-        """(documentation, [(column, type, documentation)]) of one table or view, from DuckDB's catalog."""
+    def describe(self, name: str) -> tuple[str, list[tuple[str, ...]]]:
+        """(documentation, rows) of one table, view or macro, the documentation from DuckDB's catalog:
+        a table's or view's columns as (column, type, documentation); a macro's arguments, then a table
+        macro's columns, as (part, name, type, documentation) with part 'argument' or 'column'."""
         known = documented_relations()
         if name not in known:
-            raise RunSelectionError(f"no table or view named {name!r}",
-                                    with_suggestion("Run `traceduck schema` to list them", name, known))
+            macro = macros().get(name.lower())
+            if macro is None:
+                raise RunSelectionError(f"no table, view or macro named {name!r}",
+                                        with_suggestion("Run `traceduck schema` to list them", name,
+                                                        [*known, *(m.name for m in macros().values())]))
+            return self._macro_comments().get(macro.name, ""), _macro_rows(macro)
         where = self._found_in(name)
         rows = self.con.execute(
             "SELECT column_name, data_type, coalesce(comment, '') FROM duckdb_columns() WHERE table_name = ? "
@@ -311,6 +320,18 @@ class Engine:
             "AND schema_name = $schema", {"name": name, "db": where[0], "schema": where[1]}).fetchall()
         return row[0][0] if row else None
 
+    def _macro_comments(self) -> dict[str, str]:
+        """The comment of every macro, by name, where a query finds it (the first on the search path)."""
+        rows = self.con.execute("SELECT database_name, schema_name, function_name, comment FROM duckdb_functions() "
+                                "WHERE function_type IN ('macro', 'table_macro') AND NOT internal").fetchall()
+        order = {tuple(p.split(".")): i for i, p in enumerate(self._search_path().split(","))}
+        out: dict[str, tuple[int, str]] = {}
+        for db, schema, name, comment in rows:
+            rank = order.get((db, schema))
+            if rank is not None and (name not in out or rank < out[name][0]):
+                out[name] = (rank, comment or "")
+        return {name: comment for name, (_rank, comment) in out.items()}
+
     def close(self) -> None:
         """Close the connection; remove a private view file."""
         self.con.close()
@@ -323,3 +344,10 @@ class Engine:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _macro_rows(macro: Macro) -> list[tuple[str, str, str, str]]:
+    """A macro's arguments (with their defaults), then a table macro's columns, as documented in sql/views."""
+    rows = [("argument", a.name, a.type, f"{a.doc} [default: {macro.defaults[a.name]}]" if a.name in macro.defaults
+             else a.doc) for a in macro.args]
+    return rows + [("column", c.name, c.type, c.doc) for c in macro.columns]

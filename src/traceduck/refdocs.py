@@ -1,5 +1,5 @@
 """Reference docs (docs/reference/*.md), generated from the code: every command's --help, every
-report's header, every table and view with its columns' DuckDB types and documentation, and the
+report's header, every table, view and macro with its columns' DuckDB types and documentation, and the
 Python API's signatures and docstrings.
 
 `python scripts/gen_docs.py` writes them; `--check` (run by the tests) fails when they are stale.
@@ -17,7 +17,7 @@ from pathlib import Path
 import typer.main
 
 from .cli import app, report_help
-from .catalog import Report, all_reports
+from .catalog import Report, all_reports, macros
 from .engine import Engine
 from .store import Store
 
@@ -120,19 +120,27 @@ def _report_section(r: Report) -> str:
 
 
 def views_md() -> str:
-    """Every table and view with its documentation and columns, types as DuckDB reports them."""
+    """Every table, view and macro with its documentation: a relation's columns, types as DuckDB reports
+    them; a macro's call, arguments and (a table macro's) columns."""
     with tempfile.TemporaryDirectory() as tmp, Engine(Store(tmp)) as db:
-        relations = db.relations()
-        described = {name: db.describe(name) for name, _kind, _doc in relations}
-    parts = [_HEADER, "# Tables and views\n\n",
-             "The store's tables (one Parquet file per run each) and the views over them, as `traceduck schema` "
-             "and DuckDB's catalog (`duckdb_columns()`) document them. Defined in `sql/tables.sql` and "
-             "`sql/views/`.\n\n",
-             _table(["name", "kind"], [[f"[`{name}`](#{name})", kind] for name, kind, _doc in relations])]
-    for name, kind, _doc in relations:
-        doc, columns = described[name]
+        listed = db.relations()
+        described = {name: db.describe(name) for name, _kind, _doc in listed}
+    parts = [_HEADER, "# Tables, views and macros\n\n",
+             "The store's tables (one Parquet file per run each), the views over them and the macros they use, as "
+             "`traceduck schema` and DuckDB's catalog (`duckdb_columns()`, `duckdb_functions()`) document them. "
+             "Defined in `sql/tables.sql` and `sql/views/` (see [`sql/README.md`](../../sql/README.md)).\n\n",
+             _table(["name", "kind"], [[f"[`{name}`](#{name})", kind] for name, kind, _doc in listed])]
+    for name, kind, _doc in listed:
+        doc, rows = described[name]
         parts.append(f"## {name}\n\n*{kind}*. {_one_line(doc)}\n\n")
-        parts.append(_table(["column", "type", "description"], [[f"`{c}`", t, d] for c, t, d in columns]))
+        if kind not in ("macro", "table macro"):
+            parts.append(_table(["column", "type", "description"], [[f"`{c}`", t, d] for c, t, d in rows]))
+            continue
+        parts.append(f"```sql\n{macros()[name].signature}\n```\n\n")
+        for part, title in (("argument", "Arguments"), ("column", "Columns")):
+            shown = [[f"`{n}`", t, d] for p, n, t, d in rows if p == part]
+            if shown:
+                parts.append(f"{title}:\n\n" + _table([part, "type", "description"], shown))
     return "".join(parts).rstrip() + "\n"
 
 

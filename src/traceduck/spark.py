@@ -26,7 +26,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import reference
+from . import packs, reference
 from .catalog import Relation, get_report, schema_stamp, sql_statements, summaries, tables, view_files
 from .errors import NotPortableError, QueryError, StoreError
 from .store import Store

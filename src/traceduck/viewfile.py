@@ -28,7 +28,7 @@ import duckdb
 
 from . import reference, session
 from ._version import __version__
-from .catalog import Relation, reference_tables, sql_dir, summaries, tables, view_files
+from .catalog import Macro, Relation, macros, reference_tables, sql_dir, summaries, tables, view_files
 from .sqltext import literal
 from .store import LAYOUT_VERSION, Store
 
@@ -39,7 +39,7 @@ EMPTY_DIR = "empty"
 ALIAS = "traceduck"  # the view file's name in a connection's catalog
 SEED = "seed"  # the view file's schema of the reference tables (see engine.py)
 RUNS_ROWS = "_runs_rows"  # the connection's own table behind the view file's `runs` (see runs_table.py)
-_CACHE_LAYOUT = "9"  # part of the key: change it when what the view file holds changes
+_CACHE_LAYOUT = "10"  # part of the key: change it when what the view file holds changes (10: macros commented)
 # part of the summaries' key: change it when what a pack's summaries hold changes (3: summaries named
 # after their view, see catalog.Summary)
 _SUMMARIES_LAYOUT = "3"
@@ -52,6 +52,11 @@ def comments(rel: Relation, kind: str) -> list[str]:
     return out
 
 
+def macro_comment(macro: Macro) -> str:
+    """COMMENT ON statement of a macro: its description in DuckDB's catalog (duckdb_functions())."""
+    return f"COMMENT ON MACRO {'TABLE ' if macro.is_table else ''}{macro.name} IS {literal(macro.doc)}"
+
+
 def runs_rows_sql(name: str = RUNS_ROWS, replace: bool = False) -> str:
     """CREATE TABLE of a table with the columns of the table `runs`, under another name."""
     create = "CREATE OR REPLACE TABLE" if replace else "CREATE TABLE"
@@ -60,7 +65,7 @@ def runs_rows_sql(name: str = RUNS_ROWS, replace: bool = False) -> str:
 
 def define(con: duckdb.DuckDBPyConnection, table_sources: Callable[[str], str]) -> None:
     """Create every table's view, the reference tables (filled) and every view and macro of sql/views,
-    all documented with COMMENT ON, on `con`. `table_sources(table)` is the SELECT behind each table's
+    all documented with COMMENT ON (macros too), on `con`. `table_sources(table)` is the SELECT behind each table's
     view."""
     con.execute(session.macros_sql())
     statements = []
@@ -70,7 +75,8 @@ def define(con: duckdb.DuckDBPyConnection, table_sources: Callable[[str], str]) 
     con.execute(";\n".join(statements))
     for f in view_files():
         con.execute(f.text)
-        con.execute(";\n".join(s for rel in f.relations for s in comments(rel, rel.kind.upper())))
+        con.execute(";\n".join([s for rel in f.relations for s in comments(rel, rel.kind.upper())]
+                                + [macro_comment(m) for m in f.macros]))
     reference.fill(con, [rel.name for rel in reference_tables()])
 
 
@@ -171,6 +177,7 @@ def _build(directory: Path) -> None:
                         f"{literal(str(empty / f'{summary.name}.parquet'))} (FORMAT parquet)")
             con.execute(f"CREATE OR REPLACE MACRO {summary.packed}() AS TABLE "
                         f"SELECT * FROM read_parquet(summary_files({literal(summary.name)}))")
+            con.execute(macro_comment(macros()[summary.packed.lower()]))
         refs = reference_tables()
         con.execute(";\n".join([f"CREATE SCHEMA {SEED}"]
                                 + [f"CREATE TABLE {SEED}.{rel.name} AS FROM main.{rel.name}" for rel in refs]

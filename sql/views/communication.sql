@@ -1,3 +1,6 @@
+-- requires: reference, gpu
+-- Communication: which kernels and ops run collectives, their message sizes and bandwidths.
+
 -- The family of a collective as PyTorch's `Collective name` arg spells it, without the variant
 -- markers that arg adds: lower case, leading `_` and the suffixes `_base`, `_oop`, `_coalesced`,
 -- `_into_tensor_coalesced`, `_tensor_coalesced` and all_to_all's `v` removed, then every `_`
@@ -7,6 +10,7 @@
 -- reducescatter; `all_to_all`, `all_to_allv` -> alltoall; `_broadcast_oop` -> broadcast; send,
 -- recv, gather, scatter, barrier, wait unchanged. Kernel names go through it too (AllReduce ->
 -- allreduce, SendRecv -> sendrecv).
+-- @arg collective_name VARCHAR A collective's name: a `Collective name` arg, or a kernel name.
 CREATE OR REPLACE MACRO collective_family(collective_name) AS
   replace(regexp_replace(regexp_replace(regexp_replace(lower(collective_name), '^_+', ''),
                                         '(_into_tensor|_tensor)?(_coalesced|_base|_oop)$', ''),
@@ -17,12 +21,14 @@ CREATE OR REPLACE MACRO collective_family(collective_name) AS
 -- a longer one: PyTorch's c10d::allreduce_, vLLM's vllm::all_reduce, symmetric memory's
 -- multimem_all_reduce_kernel, NCCL's AllReduce. The one encoding of collective names, for kernels
 -- (`kernel_collective`) and CPU ops (`op_name_categories`) alike.
+-- @arg name VARCHAR A kernel or CPU op name.
 CREATE OR REPLACE MACRO is_collective_name(name) AS
   regexp_matches(name, '(?i)(^|[^a-z])(all_?reduce|all_?gather|reduce_?scatter|all_?to_?all)');
 
 -- The collective family (`collective_family`) of the first collective word of a name (all_reduce,
 -- all_gather, reduce_scatter, all_to_all, send_recv, broadcast, reduce; any case, `_` optional, not
 -- inside a longer word), NULL when it has none.
+-- @arg name VARCHAR A kernel or CPU op name.
 CREATE OR REPLACE MACRO name_collective(name) AS
   nullif(collective_family(regexp_extract(name,
     '(?i)(?:^|[^a-z])(all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|send_?recv|broadcast|reduce)', 1)), '');
@@ -37,6 +43,7 @@ CREATE OR REPLACE MACRO name_collective(name) AS
 -- library kernel that names none (ncclDevKernel_Generic runs whatever NCCL queued). Other tools
 -- differ: HTA counts names containing `ncclKernel` (not NCCL 2.19's ncclDevKernel_* nor
 -- symmetric-memory kernels); TraceLens names containing `nccl`.
+-- @arg kernel_name VARCHAR Name of a GPU kernel.
 CREATE OR REPLACE MACRO kernel_collective(kernel_name) AS
   CASE WHEN regexp_matches(kernel_name, '(?i)(nccl|rccl|msccl)') OR is_collective_name(kernel_name)
        THEN coalesce(name_collective(kernel_name), 'unknown')
@@ -44,6 +51,7 @@ CREATE OR REPLACE MACRO kernel_collective(kernel_name) AS
 
 -- The torch dtype name of the NCCL/RCCL type at the start of `tail` (what follows the reduction in
 -- a kernel name, e.g. 'f32_RING_LL' or 'float'), NULL when not a type; see kernel_collective_dtype.
+-- @arg tail VARCHAR What follows the reduction in a kernel name.
 CREATE OR REPLACE MACRO nccl_type_name(tail) AS
   CASE WHEN regexp_matches(tail, '^(bf16|_*(nv_|hip_|rccl_)?bfloat16)(_|$)') THEN 'bfloat16'
        WHEN regexp_matches(tail, '^(f8e4m3|_*(nv_)?fp8_e4m3)(_|$)') THEN 'float8_e4m3fn'
@@ -66,6 +74,7 @@ CREATE OR REPLACE MACRO nccl_type_name(tail) AS
 -- f8e4m3 -> float8_e4m3fn, ...). NULL for the other collectives: NCCL builds the kernels that only
 -- move data (AllGather, Broadcast, SendRecv) for bytes, so the `int8_t` in their names says nothing
 -- about the tensor's type.
+-- @arg kernel_name VARCHAR Name of a GPU kernel.
 CREATE OR REPLACE MACRO kernel_collective_dtype(kernel_name) AS
   CASE WHEN kernel_collective(kernel_name) IN ('allreduce', 'reducescatter', 'reduce')
        THEN nccl_type_name(regexp_extract(kernel_name, '_(?:PreMulSum|SumPostDiv|Sum|Prod|MinMax|Max|Min|Avg)_(\w+)', 1))
@@ -77,6 +86,8 @@ CREATE OR REPLACE MACRO kernel_collective_dtype(kernel_name) AS
 -- allreduce 2(n-1)/n; allgather, reducescatter, alltoall (n-1)/n; broadcast, reduce, sendrecv,
 -- send, recv 1. NULL for other collectives (barrier, wait, gather, scatter, unknown) and when n is
 -- unknown or below 1.
+-- @arg collective VARCHAR A collective family (`collective_family`): allreduce, allgather, ...
+-- @arg n BIGINT Ranks taking part in the collective.
 CREATE OR REPLACE MACRO busbw_factor(collective, n) AS
   CASE WHEN n IS NULL OR n < 1 THEN NULL
        WHEN collective = 'allreduce' THEN 2.0 * (n - 1) / n
@@ -87,7 +98,7 @@ CREATE OR REPLACE MACRO busbw_factor(collective, n) AS
 -- Every distinct kernel name of the store that the communication rule (`kernel_collective`)
 -- counts as communication, with its collective and element type. The rule runs once per distinct
 -- name here (hundreds), not once per kernel (millions): `activity` and `collectives` join this.
--- @column name VARCHAR Kernel name.
+-- @columns-as kernel_stats_of: name
 -- @column collective VARCHAR Collective the kernel runs (`kernel_collective`): allreduce, allgather, sendrecv, ..., unknown.
 -- @column dtype VARCHAR Element type from the name for reducing kernels (`kernel_collective_dtype`), else NULL.
 CREATE OR REPLACE VIEW communication_kernel_names AS
@@ -100,6 +111,26 @@ HAVING kernel_collective(any_value(name)) IS NOT NULL;
 
 -- The rows of `collectives` for the given runs only (a list of run ids): each table is filtered as
 -- it is read, so that a report pays nothing for runs without collectives.
+-- @arg run_ids VARCHAR[] The runs to read.
+-- @columns-as events: run_id
+-- @column event_id BIGINT The kernel or CPU event.
+-- @column side VARCHAR 'gpu' for a kernel, 'cpu' for a CPU event.
+-- @column name VARCHAR Event name (the kernel's full name on the GPU).
+-- @column device BIGINT GPU index (NULL on the CPU side).
+-- @column stream BIGINT GPU stream (NULL on the CPU side).
+-- @columns-as events: ts_ns, dur_ns
+-- @column collective VARCHAR Collective family (`collective_family`): allreduce, allgather, reducescatter, alltoall, broadcast, reduce, sendrecv, send, recv, barrier, wait, ...; 'unknown' for a kernel whose name names none.
+-- @column collective_arg VARCHAR The `Collective name` arg as written (e.g. `_allgather_base`), NULL when absent.
+-- @column source VARCHAR Where collective and dtype come from: 'args' (the event's args) or 'kernel_name'.
+-- @column dtype VARCHAR Element type as a torch dtype name (float32, bfloat16, ...): the `dtype` arg, else from a reducing kernel's name; NULL when unknown.
+-- @column in_nelems BIGINT Input message size, elements (`In msg nelems`); NULL when unknown.
+-- @column out_nelems BIGINT Output message size, elements (`Out msg nelems`); NULL when unknown.
+-- @column in_bytes BIGINT Input message size, bytes (in_nelems x element size); NULL when unknown.
+-- @column out_bytes BIGINT Output message size, bytes (out_nelems x element size); NULL when unknown.
+-- @column group_size BIGINT Ranks in the process group (`Group size`); NULL when unknown.
+-- @column process_group VARCHAR Process group name (`Process Group Name`); NULL when unknown.
+-- @column msg_bytes BIGINT The message as nccl-tests and TraceLens size it: out_bytes for allgather (the gathered buffer), in_bytes otherwise; NULL when unknown.
+-- @column n_ranks BIGINT Ranks taking part, the n of bus bandwidth (busbw_factor): group_size, else the run's world size (runs.world_size); NULL when unknown.
 CREATE OR REPLACE MACRO collectives_of(run_ids) AS TABLE
 WITH a AS (
   -- the collective args of the events that have any: few rows, found from the args side
@@ -148,26 +179,8 @@ LEFT JOIN d ON d.scalar_type_name = a.dtype_arg AND a.collective_arg IS NOT NULL
 -- ops, including `wait`). Collective, dtype and message size come from the event's args where
 -- PyTorch wrote them (source 'args'; many PyTorch versions do not write them on kernels), else
 -- collective and dtype from the kernel name (source 'kernel_name') and no message size.
--- @column run_id VARCHAR Run of the event.
--- @column event_id BIGINT The kernel or CPU event.
--- @column side VARCHAR 'gpu' for a kernel, 'cpu' for a CPU event.
--- @column name VARCHAR Event name (the kernel's full name on the GPU).
--- @column device BIGINT GPU index (NULL on the CPU side).
--- @column stream BIGINT GPU stream (NULL on the CPU side).
--- @column ts_ns BIGINT Start, ns.
--- @column dur_ns BIGINT Duration, ns.
--- @column collective VARCHAR Collective family (`collective_family`): allreduce, allgather, reducescatter, alltoall, broadcast, reduce, sendrecv, send, recv, barrier, wait, ...; 'unknown' for a kernel whose name names none.
--- @column collective_arg VARCHAR The `Collective name` arg as written (e.g. `_allgather_base`), NULL when absent.
--- @column source VARCHAR Where collective and dtype come from: 'args' (the event's args) or 'kernel_name'.
--- @column dtype VARCHAR Element type as a torch dtype name (float32, bfloat16, ...): the `dtype` arg, else from a reducing kernel's name; NULL when unknown.
--- @column in_nelems BIGINT Input message size, elements (`In msg nelems`); NULL when unknown.
--- @column out_nelems BIGINT Output message size, elements (`Out msg nelems`); NULL when unknown.
--- @column in_bytes BIGINT Input message size, bytes (in_nelems x element size); NULL when unknown.
--- @column out_bytes BIGINT Output message size, bytes (out_nelems x element size); NULL when unknown.
--- @column group_size BIGINT Ranks in the process group (`Group size`); NULL when unknown.
--- @column process_group VARCHAR Process group name (`Process Group Name`); NULL when unknown.
--- @column msg_bytes BIGINT The message as nccl-tests and TraceLens size it: out_bytes for allgather (the gathered buffer), in_bytes otherwise; NULL when unknown.
--- @column n_ranks BIGINT Ranks taking part, the n of bus bandwidth (busbw_factor): group_size, else the run's world size (runs.world_size); NULL when unknown.
+-- @columns-as collectives_of: run_id, event_id, side, name, device, stream, ts_ns, dur_ns, collective, collective_arg
+-- @columns-as collectives_of: source, dtype, in_nelems, out_nelems, in_bytes, out_bytes, group_size, process_group, msg_bytes, n_ranks
 CREATE OR REPLACE VIEW collectives AS
 SELECT * FROM collectives_of((SELECT list(run_id) FROM runs));
 
@@ -177,6 +190,16 @@ SELECT * FROM collectives_of((SELECT list(run_id) FROM runs));
 -- = algbw_gb_s x busbw_factor(collective, n_ranks); NULL where the size, the factor or the number
 -- of ranks is unknown, and on the CPU side (a CPU op's time is not the transfer's). The
 -- collectives report and the overview's bandwidth finding read this.
+-- @arg run_ids VARCHAR[] The runs to read.
+-- @columns-as collectives_of: run_id, side, collective, collective_arg, source, dtype, msg_bytes, n_ranks
+-- @column calls BIGINT Collectives in the group.
+-- @column avg_in_nelems BIGINT Average input message size, elements; NULL when unknown.
+-- @column max_in_nelems BIGINT Largest input message size, elements; NULL when unknown.
+-- @column total_bytes BIGINT Summed input message size, bytes; NULL when unknown.
+-- @column total_dur_ns BIGINT Summed duration, ns.
+-- @column avg_dur_ns BIGINT Average duration, ns.
+-- @column algbw_gb_s DOUBLE Algorithm bandwidth: msg_bytes x calls / total_dur_ns, GB/s (GPU side only; NULL when unknown).
+-- @column busbw_gb_s DOUBLE Bus bandwidth: algbw_gb_s x busbw_factor(collective, n_ranks), GB/s (GPU side only; NULL when unknown).
 CREATE OR REPLACE MACRO collective_bandwidth(run_ids) AS TABLE
 SELECT run_id, side, collective, collective_arg, source, dtype, msg_bytes, n_ranks, count(*) AS calls,
        avg(in_nelems)::BIGINT AS avg_in_nelems, max(in_nelems) AS max_in_nelems,

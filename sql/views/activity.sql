@@ -1,12 +1,19 @@
+-- requires: gpu, communication
+-- Utilization: the busy intervals of every CPU and GPU lane, and GPU time by class.
+
 -- The class of a GPU work item's time, the one classification of GPU time (`activity`, `gpu_time`
 -- and the critical path's breakdown): its work kind (`event_categories.kind`) for a memcpy or
 -- memset, 'communication' for a kernel the communication rule counts (is_communication:
 -- `kernel_collective` names a collective for it), else 'compute'.
+-- @arg work_kind VARCHAR The work's device work kind (`event_categories.kind`): kernel, memcpy or memset.
+-- @arg is_communication BOOLEAN True for a kernel the communication rule counts.
 CREATE OR REPLACE MACRO gpu_time_class(work_kind, is_communication) AS
 CASE WHEN work_kind IN ('memcpy', 'memset') THEN work_kind WHEN is_communication THEN 'communication' ELSE 'compute' END;
 
 -- The activity kind of a GPU work item (see `activity`): its `gpu_time_class`, communication for
 -- the kernels of `communication_kernel_names`.
+-- @arg item_kind VARCHAR The work's device work kind (`event_categories.kind`).
+-- @arg item_name VARCHAR The work's name (a kernel's, for communication).
 CREATE OR REPLACE MACRO activity_kind(item_kind, item_name) AS
 gpu_time_class(item_kind, item_name IN (SELECT name FROM communication_kernel_names));
 
@@ -20,7 +27,7 @@ gpu_time_class(item_kind, item_name IN (SELECT name FROM communication_kernel_na
 -- @column kind VARCHAR cpu_op, compute, communication, memcpy or memset.
 -- @column step BIGINT Profiler step of the op, or of the GPU work's launch.
 -- @column event_id BIGINT The event.
--- @column ts_ns BIGINT Start, ns.
+-- @columns-as events: ts_ns
 -- @column end_ns BIGINT End, ns.
 -- @column has_launch BOOLEAN GPU work: true when the runtime call that launched it is in the trace (linked by correlation); NULL on the CPU lane.
 CREATE OR REPLACE VIEW activity AS
@@ -35,6 +42,15 @@ FROM device_work();
 -- Busy time by interval union (overlapping intervals counted once) of the `activity` rows whose
 -- kind is in `kinds`, per run and lane; per step too when by_step is true (else step is NULL),
 -- and per kind when by_kind is true (else kind is NULL).
+-- @arg kinds VARCHAR[] The `activity` kinds to count (cpu_op, compute, communication, memcpy, memset).
+-- @arg by_step BOOLEAN True: per profiler step too (intervals outside every step left out).
+-- @arg by_kind BOOLEAN True: per kind too.
+-- @columns-as activity: run_id, lane
+-- @column step BIGINT Profiler step, when by_step; else NULL.
+-- @column kind VARCHAR The activity kind, when by_kind; else NULL.
+-- @column busy_ns BIGINT Time with at least one interval running (their union), ns.
+-- @column first_ns BIGINT Start of the first interval, ns.
+-- @column last_ns BIGINT End of the last interval, ns.
 CREATE OR REPLACE MACRO busy_time(kinds, by_step, by_kind := false) AS TABLE
 WITH iv AS (
   SELECT run_id, lane, CASE WHEN by_step THEN step END AS step, CASE WHEN by_kind THEN kind END AS kind, ts_ns, end_ns
@@ -66,6 +82,21 @@ FROM merged GROUP BY run_id, lane, step, kind;
 -- its GPU work), the window HTA and TraceLens measure idle time in. linked_only keeps only GPU work
 -- whose launching call is in the trace (`activity.has_launch`).
 -- @summary by_step = false|true, linked_only = false|true
+-- @arg by_step BOOLEAN True: per profiler step of the launches (GPU work without a launch in the trace left out); false: per run.
+-- @arg linked_only BOOLEAN True: only GPU work whose launching call is in the trace (`activity.has_launch`).
+-- @columns-as activity: run_id, lane, device
+-- @column step BIGINT Profiler step of the launches, when by_step; else NULL.
+-- @column busy_ns BIGINT Time with any GPU work running, ns (busy_time's interval union).
+-- @column compute_ns BIGINT Time with a compute kernel running, ns.
+-- @column communication_ns BIGINT Time with a communication kernel running, ns.
+-- @column memcpy_ns BIGINT Time with a memcpy running, ns.
+-- @column memset_ns BIGINT Time with a memset running, ns.
+-- @column communication_overlap_ns BIGINT Communication while compute runs, ns (HTA's get_comm_comp_overlap numerator).
+-- @column exposed_communication_ns BIGINT Communication with no compute running, ns (TraceLens's exposed_comm_time).
+-- @column memcpy_overlap_ns BIGINT Memcpy while compute runs, ns.
+-- @column exposed_memcpy_ns BIGINT Memcpy with neither compute nor communication running, ns (TraceLens's exposed_memcpy_time).
+-- @column first_ns BIGINT First start of the device's GPU work, ns: the start of the window HTA and TraceLens measure idle time in.
+-- @column last_ns BIGINT Last end of the device's GPU work, ns.
 CREATE OR REPLACE MACRO gpu_time_of(by_step := false, linked_only := false, skip_runs := []::VARCHAR[]) AS TABLE
 WITH skipped AS (
   SELECT unnest(skip_runs) AS run_id

@@ -1,3 +1,6 @@
+-- requires: reference
+-- Profiler steps: the window of each step, and the step of every CPU event.
+
 -- One row per profiler step: the CPU-side `ProfilerStep#N` annotation's window (`step_windows`,
 -- found at ingest; legacy traces write the annotation as an `Operator` event). The GPU-side
 -- `gpu_user_annotation` of the same name is not a second step; its span is gpu_ts_ns/gpu_dur_ns.
@@ -23,7 +26,7 @@ FROM step_windows w LEFT JOIN gpu g USING (run_id, step);
 
 -- The profiler step of every CPU event whose start lies inside a ProfilerStep window (any thread
 -- of the run; `events.step`, set at ingest). GPU events get their step through their launch (see `gpu_kernels`).
--- @column run_id VARCHAR Run of the event.
+-- @columns-as events: run_id
 -- @column event_id BIGINT The CPU event.
 -- @column step BIGINT The step whose CPU window contains the event's start.
 CREATE OR REPLACE VIEW event_steps AS

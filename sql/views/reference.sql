@@ -5,6 +5,7 @@
 
 -- N of a `ProfilerStep#N` name, the annotation `prof.step()` writes around each profiler step;
 -- NULL for any other name (and for N beyond BIGINT).
+-- @arg name VARCHAR An event name.
 CREATE OR REPLACE MACRO step_number(name) AS TRY_CAST(regexp_extract(name, '^ProfilerStep#(\d+)$', 1) AS BIGINT);
 
 -- True for a runtime/driver call that starts device work: kernel and graph launches
@@ -14,6 +15,7 @@ CREATE OR REPLACE MACRO step_number(name) AS TRY_CAST(regexp_extract(name, '^Pro
 -- memcpyHtoDAsync) and MTIA's kernel submission (runFunction - job_prep_and_submit_for_execution).
 -- A macro, not a table of patterns: DuckDB compiles a constant pattern once, a pattern read from a
 -- table once per row.
+-- @arg name VARCHAR Name of a runtime or driver call.
 CREATE OR REPLACE MACRO is_launch_call_name(name) AS regexp_matches(name, '(?i)(launch|memcpy|memset|usm(enqueue)?fill)|^runFunction\b');
 
 -- True for a runtime/driver call that blocks the calling CPU thread until device work is done:
@@ -22,10 +24,12 @@ CREATE OR REPLACE MACRO is_launch_call_name(name) AS regexp_matches(name, '(?i)(
 -- and synchronizeStream) and synchronous copies (cudaMemcpy, cudaMemcpy2D/3D, cudaMemcpyPeer,
 -- cudaMemcpyToSymbol/FromSymbol, hipMemcpy, hipMemcpyWithStream; not the *Async ones: those return
 -- at once). torch's .item(), .cpu(), .tolist() and non_blocking=False copies end in one of these.
+-- @arg name VARCHAR Name of a runtime or driver call.
 CREATE OR REPLACE MACRO is_sync_call_name(name) AS regexp_matches(name,
   '^((cuda|hip)(Stream|Device|Event|Ctx|Thread)?Synchronize|cu(Ctx|Stream|Event)Synchronize|(cuda|hip)Memcpy(2D|3D|Peer|WithStream|ToSymbol|FromSymbol)?|synchronize(Stream)?)$');
 
 -- True for the launch of a captured CUDA/HIP graph (one call, many kernels).
+-- @arg name VARCHAR Name of a runtime or driver call.
 CREATE OR REPLACE MACRO is_graph_launch_name(name) AS regexp_matches(name, 'GraphLaunch');
 
 -- What a runtime/driver call named `name` starts, the one classifier of launch calls: NULL when
@@ -34,6 +38,7 @@ CREATE OR REPLACE MACRO is_graph_launch_name(name) AS regexp_matches(name, 'Grap
 -- node, no device work), then the device work kind (`event_categories.kind`) it starts: 'memcpy'
 -- for async copies (cudaMemcpyAsync, hipMemcpyAsync, urEnqueueUSMMemcpy), 'memset' for sets and
 -- fills (cudaMemsetAsync, urEnqueueUSMFill), 'kernel' for every other launch.
+-- @arg name VARCHAR Name of a runtime or driver call.
 CREATE OR REPLACE MACRO launch_call_kind(name) AS
   CASE WHEN is_launch_call_name(name) THEN
     CASE WHEN is_graph_launch_name(name) THEN 'graph'
@@ -46,6 +51,7 @@ CREATE OR REPLACE MACRO launch_call_kind(name) AS
 -- True for a runtime call that records an event on a stream or makes a stream wait for one
 -- (cudaEventRecord, cudaEventRecordWithFlags, cudaStreamWaitEvent, hip* alike): the calls behind
 -- Kineto's `Stream Wait Event` records, which the critical path follows across streams.
+-- @arg name VARCHAR Name of a runtime call.
 CREATE OR REPLACE MACRO is_stream_event_call_name(name) AS
   name IN ('cudaStreamWaitEvent', 'cudaEventRecord', 'cudaEventRecordWithFlags', 'hipStreamWaitEvent', 'hipEventRecord',
            'hipEventRecordWithFlags');
@@ -53,6 +59,7 @@ CREATE OR REPLACE MACRO is_stream_event_call_name(name) AS
 -- 'begin' for a call that starts capturing a stream into a CUDA/HIP graph
 -- (cudaStreamBeginCapture, hipStreamBeginCapture), 'end' for one that ends it
 -- (cudaStreamEndCapture, ...), else NULL.
+-- @arg name VARCHAR Name of a runtime call.
 CREATE OR REPLACE MACRO graph_capture_call(name) AS
   CASE WHEN regexp_matches(name, 'StreamBeginCapture') THEN 'begin' WHEN regexp_matches(name, 'StreamEndCapture') THEN 'end' END;
 

@@ -1,3 +1,4 @@
+-- requires: reference, stacks, gpu
 -- Ops inside CUDA/HIP graphs. A graph replay's kernels link only to its cudaGraphLaunch /
 -- hipGraphLaunch (`gpu_kernels.is_graph_launched`): which op issued each one is known only from a
 -- trace of the graph's capture (vLLM and SGLang can write one), where the ops make their launch
@@ -16,10 +17,17 @@
 -- of a window in order of start (`position`). Left out: host function launches
 -- (cudaLaunchHostFunc: a host node, no device work) and graph launches (child graphs: their nodes
 -- are not in the trace).
--- Columns: run_id, graph_index, begin_event_id, end_event_id (the capture calls), launches (calls
--- in the graph), position, launch_event_id, launch_name, work_kind (launch_call_kind), op_event_id
--- and op_name (innermost CPU op around the call), top_op_event_id and top_op_name (outermost),
--- call_site (innermost user frame of the call's Python stack).
+-- @arg capture_run_id VARCHAR The run whose trace holds the captures.
+-- @column run_id VARCHAR The capture run (capture_run_id).
+-- @column graph_index BIGINT The captured graph, numbered 1, 2, ... in order of capture.
+-- @column begin_event_id BIGINT The call that began the capture (cudaStreamBeginCapture, hipStreamBeginCapture).
+-- @column end_event_id BIGINT The call that ended it (cudaStreamEndCapture, hipStreamEndCapture).
+-- @column launches BIGINT Launch calls captured into the graph.
+-- @column position BIGINT 1-based place of the call in its graph, by start.
+-- @column launch_event_id BIGINT The captured launch call.
+-- @column launch_name VARCHAR Its name, e.g. cudaLaunchKernel, cudaMemcpyAsync.
+-- @column work_kind VARCHAR What it starts (`launch_call_kind`): kernel, memcpy or memset.
+-- @columns-as launches: op_event_id, op_name, top_op_event_id, top_op_name, call_site
 CREATE OR REPLACE MACRO graph_captures(capture_run_id) AS TABLE
 WITH marks AS (
   SELECT event_id, pid, tid, ts_ns, graph_capture_call(name) = 'begin' AS is_begin
@@ -60,13 +68,7 @@ LEFT JOIN call_sites cs ON cs.run_id = capture_run_id AND cs.stack_id = c.stack_
 -- the same sequence of names) are one replayed graph, numbered per run in order of first launch.
 -- The replay side of `graph_kernel_ops`.
 -- @column run_id VARCHAR Run of the replay.
--- @column event_id BIGINT The kernel, copy or set.
--- @column name VARCHAR Its name.
--- @column ts_ns BIGINT Start on the GPU, ns.
--- @column dur_ns BIGINT Duration, ns.
--- @column device BIGINT GPU index.
--- @column stream BIGINT Stream.
--- @column work_kind VARCHAR Its device work kind (`event_categories.kind`): kernel, memcpy or memset.
+-- @columns-as device_events: event_id, name, ts_ns, dur_ns, device, stream, work_kind
 -- @column launch_event_id BIGINT The graph launch call (cudaGraphLaunch, hipGraphLaunch).
 -- @column launch_op_name VARCHAR CPU op around the graph launch call.
 -- @column launch_call_site VARCHAR Innermost user frame of the graph launch's Python stack.
@@ -135,10 +137,16 @@ LEFT JOIN call_sites cs ON cs.run_id = w.run_id AND cs.stack_id = w.launch_stack
 -- from the capture order (`launch_streams` above 1 says so). Use: `SELECT op_name, sum(dur_ns)
 -- FROM graph_kernel_ops('<capture run id>') WHERE run_id = '<replay run id>' GROUP BY ALL`; the
 -- cuda-graphs report and graph_op_time read it.
--- Columns: those of graph_launch_work, then capture_run_id, match, candidates (captured graphs of
--- the same size and kinds), graph_index (the captured graph when one fits), capture_launch_event_id
--- (the captured call), op_event_id and op_name (innermost op around it), top_op_event_id and
--- top_op_name (outermost), call_site (the captured call's innermost user frame).
+-- @arg capture_run_id VARCHAR The run whose trace holds the captures (see graph_captures).
+-- @columns-as graph_launch_work: run_id, event_id, name, ts_ns, dur_ns, device, stream, work_kind, launch_event_id
+-- @columns-as graph_launch_work: launch_op_name, launch_call_site, launch_ts_ns, position, launch_kernels
+-- @columns-as graph_launch_work: launch_streams, replay_graph, graph_id, graph_node_id
+-- @column capture_run_id VARCHAR The capture run (the argument).
+-- @column match VARCHAR How the replayed graph matched a captured one: kernel_count, kernel_kinds, same_ops, ambiguous, no_match or no_capture (see above).
+-- @column candidates BIGINT Captured graphs of the same size and kinds.
+-- @column graph_index BIGINT The captured graph (`graph_captures.graph_index`) when exactly one fits, else NULL.
+-- @column capture_launch_event_id BIGINT The captured launch call of this work, when one graph fits.
+-- @columns-as graph_captures: op_event_id, op_name, top_op_event_id, top_op_name, call_site
 CREATE OR REPLACE MACRO graph_kernel_ops(capture_run_id) AS TABLE
 WITH captured AS MATERIALIZED (
   SELECT * FROM graph_captures(capture_run_id)
@@ -191,9 +199,12 @@ LEFT JOIN captured c ON c.graph_index = m.graph_index AND c.position = w.positio
 -- kernel_kinds), summed per op. For per-op cost models: the op's shapes are those of the capture
 -- run (`shapes` of run capture_run_id, event op_event_id), and it ran `launches` times, so its work
 -- is launches x its FLOPs and bytes. Ops of `same_ops` matches have a name but no id: not here.
--- Columns: run_id (the replay run), capture_run_id, graph_index, op_event_id, op_name,
--- top_op_event_id, top_op_name, launches (graph launches that ran the op's kernels), kernels
--- (kernels, copies and sets), gpu_dur_ns (their total time).
+-- @arg capture_run_id VARCHAR The run whose trace holds the captures (see graph_captures).
+-- @columns-as graph_launch_work: run_id
+-- @columns-as graph_kernel_ops: capture_run_id, graph_index, op_event_id, op_name, top_op_event_id, top_op_name
+-- @column launches BIGINT Graph launches that ran the op's kernels.
+-- @column kernels BIGINT Kernels, copies and sets of the op over those launches.
+-- @column gpu_dur_ns BIGINT Their total time, ns.
 CREATE OR REPLACE MACRO graph_op_time(capture_run_id) AS TABLE
 SELECT run_id, any_value(capture_run_id) AS capture_run_id, graph_index, op_event_id, any_value(op_name) AS op_name,
        any_value(top_op_event_id) AS top_op_event_id, any_value(top_op_name) AS top_op_name,

@@ -1,3 +1,5 @@
+-- Python stacks: which frames are the user's code, and the call site of every stack.
+
 -- Rules that decide, by a frame's file path, which Python frames are not the user's code when
 -- finding a call site: a frame whose file matches any pattern (SQL LIKE) is skipped. Seeded with
 -- torch's own files (relative `torch/...` as the profiler writes them, or absolute), code torch.compile
@@ -60,9 +62,7 @@ GROUP BY run_id, stack_id;
 -- calls a helper in attn/indexer.py); in a stack whose user frames are all in one file, the next
 -- user frame outward. Frames that are not the user's code (see `call_sites`) are passed over; a
 -- call site with no user frame outside it has no caller.
--- @column run_id VARCHAR Run the stack belongs to.
--- @column stack_id BIGINT The stack (see `stacks`).
--- @column call_site VARCHAR Innermost user frame, as in `call_sites`.
+-- @columns-as call_sites: run_id, stack_id, call_site
 -- @column caller VARCHAR The first user frame outward from the call site in another file (else the next user frame), `file(line): function`.
 -- @column caller_chain VARCHAR The user frames after the call site up to the caller, innermost first, joined by ' < '.
 CREATE OR REPLACE VIEW call_chains AS

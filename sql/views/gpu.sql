@@ -1,3 +1,7 @@
+-- requires: reference, stacks
+-- GPU work and the runtime calls that launch it: launches, kernels, copies and sets, each linked to
+-- the CPU op behind it.
+
 -- Runtime and driver calls that start GPU work: kernel launches (cudaLaunchKernel,
 -- cuLaunchKernelEx, hipExtModuleLaunchKernel, ...), graph launches (cudaGraphLaunch,
 -- hipGraphLaunch), async copies and sets (cudaMemcpyAsync, cudaMemsetAsync), in every runtime
@@ -7,8 +11,7 @@
 -- @column run_id VARCHAR Run of the call.
 -- @column event_id BIGINT The runtime/driver event.
 -- @column name VARCHAR Call name, e.g. cudaLaunchKernel.
--- @column pid VARCHAR Process id (text).
--- @column tid VARCHAR Thread id (text).
+-- @columns-as events: pid, tid
 -- @column ts_ns BIGINT Start of the call, ns.
 -- @column dur_ns BIGINT Duration of the call, ns.
 -- @column correlation BIGINT Correlation id shared with the GPU work it started.
@@ -26,22 +29,13 @@ WHERE phase = 'X' AND category IN (SELECT category FROM event_categories WHERE i
   AND is_launch_call_name(name);
 
 -- Every call of `launch_calls` with the names of the CPU ops around it and its Python call site.
--- @column run_id VARCHAR Run of the call.
--- @column event_id BIGINT The runtime/driver event.
--- @column name VARCHAR Call name, e.g. cudaLaunchKernel.
--- @column pid VARCHAR Process id (text).
--- @column tid VARCHAR Thread id (text).
--- @column ts_ns BIGINT Start of the call, ns.
--- @column dur_ns BIGINT Duration of the call, ns.
--- @column correlation BIGINT Correlation id shared with the GPU work it started.
--- @column is_graph_launch BOOLEAN True for CUDA/HIP graph launches (one call, many kernels).
--- @column op_event_id BIGINT Innermost CPU op enclosing the call on its thread.
+-- @columns-as launch_calls: run_id, event_id, name, pid, tid, ts_ns, dur_ns, correlation, is_graph_launch, op_event_id
 -- @column op_name VARCHAR Name of that op.
--- @column top_op_event_id BIGINT Outermost CPU op enclosing the call.
+-- @columns-as launch_calls: top_op_event_id
 -- @column top_op_name VARCHAR Name of the outermost op.
--- @column stack_id BIGINT Python stack of the call.
+-- @columns-as launch_calls: stack_id
 -- @column call_site VARCHAR Innermost user frame of the call's Python stack.
--- @column step BIGINT Profiler step whose window contains the call.
+-- @columns-as launch_calls: step
 CREATE OR REPLACE VIEW launches AS
 SELECT l.run_id, l.event_id, l.name, l.pid, l.tid, l.ts_ns, l.dur_ns, l.correlation, l.is_graph_launch,
        l.op_event_id, o.name AS op_name, l.top_op_event_id, t.name AS top_op_name,
@@ -55,12 +49,25 @@ LEFT JOIN call_sites cs ON cs.run_id = l.run_id AND cs.stack_id = l.stack_id;
 
 -- The device of a device event: its `device` arg, else its pid as a number (Kineto writes a GPU's
 -- work under pid = device index).
+-- @arg device BIGINT The event's `device` arg (events.device), NULL when absent.
+-- @arg pid VARCHAR The event's pid (events.pid, text).
 CREATE OR REPLACE MACRO device_of(device, pid) AS coalesce(device, TRY_CAST(pid AS BIGINT));
 
 -- GPU events of device work (the kinds of `event_categories` with is_device_work: kernels, copies,
 -- sets), or of the given kinds of it only (a list such as ['kernel']), with their device and
 -- stream, not linked to their launch: the cheapest base, for what needs no launch
 -- (`collectives`); work_kind says which kind a row is.
+-- @arg kinds VARCHAR[] The device work kinds to keep (`event_categories.kind`: kernel, memcpy, memset); [] for all.
+-- @column run_id VARCHAR Run of the work.
+-- @column event_id BIGINT The kernel, copy or set event.
+-- @column name VARCHAR Its name: the kernel's, or e.g. 'Memcpy HtoD (Pageable -> Device)'.
+-- @column ts_ns BIGINT Start on the GPU, ns.
+-- @column dur_ns BIGINT Duration on the GPU, ns.
+-- @column device BIGINT GPU index (the `device` arg, else pid).
+-- @column stream BIGINT Stream (the `stream` arg, else the number in tid).
+-- @column correlation BIGINT Correlation id shared with the launching call.
+-- @column category VARCHAR Category (`cat`) of the event, e.g. kernel, gpu_memcpy, Memset.
+-- @column work_kind VARCHAR Its device work kind (`event_categories.kind`): kernel, memcpy or memset.
 CREATE OR REPLACE MACRO device_events(kinds := []::VARCHAR[]) AS TABLE
 SELECT g.run_id, g.event_id, g.name, g.ts_ns, g.dur_ns,
        device_of(g.device, g.pid) AS device,
@@ -74,6 +81,18 @@ WHERE g.phase = 'X';
 -- with the ids of that call's CPU ops, its stack, its duration and its profiler step, but no
 -- names: the cheap base for utilization (`activity`). `gpu_work` adds the names. All device work,
 -- or of the given kinds only (see device_events); work_kind says which kind a row is.
+-- @arg kinds VARCHAR[] The device work kinds to keep, as for device_events; [] for all.
+-- @columns-as device_events: run_id, event_id, name, ts_ns, dur_ns, device, stream, correlation
+-- @column launch_event_id BIGINT The runtime/driver call that launched it (NULL when not in the trace).
+-- @column launch_name VARCHAR Name of that call, e.g. cudaLaunchKernel, cudaGraphLaunch, cudaMemcpyAsync.
+-- @column queue_delay_ns BIGINT Start on the GPU minus the launch call's start, ns.
+-- @column launch_dur_ns BIGINT Duration of the launch call, ns.
+-- @column op_event_id BIGINT CPU op that made the launch call (the innermost around it).
+-- @column top_op_event_id BIGINT Outermost CPU op around the launch call.
+-- @column stack_id BIGINT Python stack of the launch call.
+-- @column is_graph_launched BOOLEAN True when launched by a CUDA/HIP graph launch.
+-- @column step BIGINT Profiler step of the launching call.
+-- @columns-as device_events: category, work_kind
 CREATE OR REPLACE MACRO device_work(kinds := []::VARCHAR[]) AS TABLE
 SELECT g.run_id, g.event_id, g.name, g.ts_ns, g.dur_ns, g.device, g.stream,
        g.correlation, l.event_id AS launch_event_id, l.name AS launch_name,
@@ -86,6 +105,13 @@ LEFT JOIN launch_calls l ON l.run_id = g.run_id AND l.correlation = g.correlatio
 -- GPU work (kernels, copies, sets) linked to the runtime call that launched it (by correlation),
 -- the CPU op that made that call, the op's Python call site and the profiler step. One macro
 -- for the three kinds (see device_work); the views below select one kind each.
+-- @arg kinds VARCHAR[] The device work kinds to keep, as for device_events; [] for all.
+-- @columns-as device_work: run_id, event_id, name, ts_ns, dur_ns, device, stream, correlation, launch_event_id
+-- @columns-as device_work: launch_name, queue_delay_ns, op_event_id
+-- @column op_name VARCHAR Name of the CPU op that made the launch call.
+-- @column top_op_name VARCHAR Name of the outermost CPU op around the launch call.
+-- @column call_site VARCHAR Innermost user frame of the launch call's Python stack.
+-- @columns-as device_work: is_graph_launched, step, category
 CREATE OR REPLACE MACRO gpu_work(kinds) AS TABLE
 SELECT w.run_id, w.event_id, w.name, w.ts_ns, w.dur_ns, w.device, w.stream, w.correlation,
        w.launch_event_id, w.launch_name, w.queue_delay_ns,
@@ -104,45 +130,15 @@ LEFT JOIN call_sites cs ON cs.run_id = w.run_id AND cs.stack_id = w.stack_id;
 -- and the profiler step of its launch (GPU work often runs after its step's CPU window has ended).
 -- Kernels of one graph launch all link to that launch and its op: which op inside the captured
 -- graph issued each kernel cannot be known from the trace; profile without CUDA graphs to see it.
--- @column run_id VARCHAR Run of the kernel.
--- @column event_id BIGINT The kernel event.
--- @column name VARCHAR Kernel name.
--- @column ts_ns BIGINT Kernel start on the GPU, ns.
--- @column dur_ns BIGINT Kernel duration, ns.
--- @column device BIGINT GPU index (the `device` arg, else pid).
--- @column stream BIGINT Stream (the `stream` arg, else the number in tid).
--- @column correlation BIGINT Correlation id shared with the launching call.
--- @column launch_event_id BIGINT The runtime/driver call that launched it (NULL when not in the trace).
--- @column launch_name VARCHAR Name of that call, e.g. cudaLaunchKernel, cudaGraphLaunch.
--- @column queue_delay_ns BIGINT Kernel start minus launch call start, ns.
--- @column op_event_id BIGINT CPU op that made the launch call.
--- @column op_name VARCHAR Name of that op.
--- @column top_op_name VARCHAR Outermost CPU op around the launch.
--- @column call_site VARCHAR Innermost user frame of the launch's Python stack.
--- @column is_graph_launched BOOLEAN True when launched by a CUDA/HIP graph launch.
--- @column step BIGINT Profiler step of the launching call.
+-- @columns-as gpu_work: run_id, event_id, name, ts_ns, dur_ns, device, stream, correlation, launch_event_id
+-- @columns-as gpu_work: launch_name, queue_delay_ns, op_event_id, op_name, top_op_name, call_site, is_graph_launched, step
 CREATE OR REPLACE VIEW gpu_kernels AS
 SELECT * EXCLUDE (category) FROM gpu_work(['kernel']);
 
 -- Every GPU memory copy (`gpu_memcpy`, legacy `Memcpy`: kind memcpy in `event_categories`) with
 -- its size, copy kind and launch.
--- @column run_id VARCHAR Run of the copy.
--- @column event_id BIGINT The copy event.
--- @column name VARCHAR Event name, e.g. 'Memcpy HtoD (Pageable -> Device)'.
--- @column ts_ns BIGINT Start on the GPU, ns.
--- @column dur_ns BIGINT Duration, ns.
--- @column device BIGINT GPU index.
--- @column stream BIGINT Stream.
--- @column correlation BIGINT Correlation id shared with the launching call.
--- @column launch_event_id BIGINT The runtime call that started it.
--- @column launch_name VARCHAR Name of that call, e.g. cudaMemcpyAsync.
--- @column queue_delay_ns BIGINT Copy start minus call start, ns.
--- @column op_event_id BIGINT CPU op that made the call.
--- @column op_name VARCHAR Name of that op.
--- @column top_op_name VARCHAR Outermost CPU op around the call.
--- @column call_site VARCHAR Innermost user frame of the call's Python stack.
--- @column is_graph_launched BOOLEAN True when started by a graph launch.
--- @column step BIGINT Profiler step of the launching call.
+-- @columns-as gpu_work: run_id, event_id, name, ts_ns, dur_ns, device, stream, correlation, launch_event_id
+-- @columns-as gpu_work: launch_name, queue_delay_ns, op_event_id, op_name, top_op_name, call_site, is_graph_launched, step
 -- @column bytes BIGINT Bytes copied (the `bytes` arg; text in some ROCm traces).
 -- @column copy_kind VARCHAR HtoD, DtoH, DtoD, PtoP, ... from the event name.
 CREATE OR REPLACE VIEW gpu_memcpys AS
@@ -154,23 +150,8 @@ FROM gpu_work(['memcpy']) w;
 
 -- Every GPU memory set (`gpu_memset`, legacy `Memset`: kind memset in `event_categories`) with
 -- its size and launch.
--- @column run_id VARCHAR Run of the set.
--- @column event_id BIGINT The set event.
--- @column name VARCHAR Event name, e.g. 'Memset (Device)'.
--- @column ts_ns BIGINT Start on the GPU, ns.
--- @column dur_ns BIGINT Duration, ns.
--- @column device BIGINT GPU index.
--- @column stream BIGINT Stream.
--- @column correlation BIGINT Correlation id shared with the launching call.
--- @column launch_event_id BIGINT The runtime call that started it.
--- @column launch_name VARCHAR Name of that call, e.g. cudaMemsetAsync.
--- @column queue_delay_ns BIGINT Set start minus call start, ns.
--- @column op_event_id BIGINT CPU op that made the call.
--- @column op_name VARCHAR Name of that op.
--- @column top_op_name VARCHAR Outermost CPU op around the call.
--- @column call_site VARCHAR Innermost user frame of the call's Python stack.
--- @column is_graph_launched BOOLEAN True when started by a graph launch.
--- @column step BIGINT Profiler step of the launching call.
+-- @columns-as gpu_work: run_id, event_id, name, ts_ns, dur_ns, device, stream, correlation, launch_event_id
+-- @columns-as gpu_work: launch_name, queue_delay_ns, op_event_id, op_name, top_op_name, call_site, is_graph_launched, step
 -- @column bytes BIGINT Bytes set (the `bytes` arg).
 CREATE OR REPLACE VIEW gpu_memsets AS
 SELECT w.* EXCLUDE (category),
@@ -206,7 +187,7 @@ FROM (
 -- and those that ran shorter than the call that launched them (`device_work`; for report
 -- overview's totals and its launch-bound finding).
 -- @summary
--- @column run_id VARCHAR Run of the kernels.
+-- @columns-as kernel_stats_of: run_id
 -- @column step BIGINT Profiler step of the launches (NULL: outside every step, or no launch in the trace).
 -- @column kernels BIGINT Kernels.
 -- @column dur_ns BIGINT Their summed duration, ns.

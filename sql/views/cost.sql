@@ -1,14 +1,18 @@
+-- requires: reference, cpu, gpu, copies, communication
 -- The cost of an op: FLOPs and minimum bytes moved, from its input dims, dtypes and `Concrete
 -- Inputs`, against its GPU time; and the peak throughput of the device that ran it. Each formula is
 -- a macro below with its source. Integer math is done in HUGEINT so that a huge product cannot
 -- overflow a query; a division never divides by zero (nullif).
 
 -- Number of elements of a dims list (1 for [], the dims of a 0-dim tensor), as HUGEINT.
+-- @arg d BIGINT[] The dims of a tensor.
 CREATE OR REPLACE MACRO dims_numel(d) AS list_reduce(list_transform(d, lambda x: x::HUGEINT), lambda a, b: a * b, 1::HUGEINT);
 
 -- Shape of the result of an elementwise op on tensors of dims a and b, by broadcasting: dims are
 -- aligned from the right and a dim of 1 stretches to the other's (PyTorch docs, "Broadcasting
 -- semantics", https://pytorch.org/docs/stable/notes/broadcasting.html).
+-- @arg a BIGINT[] The dims of one tensor.
+-- @arg b BIGINT[] The dims of the other.
 CREATE OR REPLACE MACRO broadcast_dims(a, b) AS list_transform(range(1, greatest(len(a), len(b)) + 1), lambda i:
   CASE WHEN i + len(a) - greatest(len(a), len(b)) < 1 THEN b[i + len(b) - greatest(len(a), len(b))]
        WHEN i + len(b) - greatest(len(a), len(b)) < 1 THEN a[i + len(a) - greatest(len(a), len(b))]
@@ -16,33 +20,58 @@ CREATE OR REPLACE MACRO broadcast_dims(a, b) AS list_transform(range(1, greatest
        ELSE a[i + len(a) - greatest(len(a), len(b))] END);
 
 -- The integers of a `Concrete Inputs` entry: '[1, 1]' -> [1, 1], '2' -> [2]; NULL for anything else.
+-- @arg c VARCHAR A `Concrete Inputs` entry (shapes.concrete).
 CREATE OR REPLACE MACRO concrete_ints(c) AS coalesce(TRY_CAST(c AS BIGINT[]),
   CASE WHEN TRY_CAST(c AS BIGINT) IS NOT NULL THEN [TRY_CAST(c AS BIGINT)] END);
 
 -- A boolean `Concrete Inputs` entry ('True', 'False', '1', '0'); NULL when not recorded or not a boolean.
+-- @arg c VARCHAR A `Concrete Inputs` entry (shapes.concrete).
 CREATE OR REPLACE MACRO concrete_bool(c) AS CASE lower(trim(c)) WHEN 'true' THEN true WHEN 'false' THEN false
   WHEN '1' THEN true WHEN '0' THEN false END;
 
 -- The i-th entry of a conv parameter list given for every spatial dim or once for all (stride=[2] or [2, 2]).
+-- @arg l BIGINT[] The parameter's list (stride, padding, dilation or output_padding).
+-- @arg i BIGINT The spatial dim, 1-based.
 CREATE OR REPLACE MACRO conv_param(l, i) AS CASE WHEN len(l) = 1 THEN l[1] ELSE l[i] END;
 
 -- FLOPs of `batch` matrix products [m, k] x [k, n]: 2*m*k*n each (a multiply and an add per term),
 -- plus m*n for a bias added to each result. Sources: torch.utils.flop_counter (mm_flop, bmm_flop,
 -- addmm_flop), TraceLens PerfModel GEMM.flops_func (which adds the bias the same way).
+-- @arg batch HUGEINT Matrix products (1 for mm, addmm, linear).
+-- @arg m BIGINT Rows of A and of the result.
+-- @arg k BIGINT Columns of A, rows of B.
+-- @arg n BIGINT Columns of B and of the result.
+-- @arg has_bias BOOLEAN True when a bias is added to each result (addmm, baddbmm, linear with bias).
 CREATE OR REPLACE MACRO gemm_flops(batch, m, k, n, has_bias) AS
   2 * batch * m * k * n + CASE WHEN has_bias THEN batch * m * n ELSE 0 END;
 
 -- Output length of a convolution along one spatial dim: floor((x + 2p - d(k-1) - 1) / s) + 1
 -- (PyTorch docs, torch.nn.Conv1d/2d/3d, "Shape").
+-- @arg x BIGINT Input length along the dim.
+-- @arg k BIGINT Kernel length along the dim.
+-- @arg s BIGINT Stride.
+-- @arg p BIGINT Padding.
+-- @arg d BIGINT Dilation.
 CREATE OR REPLACE MACRO conv_out_len(x, k, s, p, d) AS (x + 2 * p - d * (k - 1) - 1) // nullif(s, 0) + 1;
 
 -- Output length of a transposed convolution along one spatial dim: (x-1)s - 2p + d(k-1) + output_padding + 1
 -- (PyTorch docs, torch.nn.ConvTranspose1d/2d/3d, "Shape").
+-- @arg x BIGINT Input length along the dim.
+-- @arg k BIGINT Kernel length along the dim.
+-- @arg s BIGINT Stride.
+-- @arg p BIGINT Padding.
+-- @arg d BIGINT Dilation.
+-- @arg op BIGINT Output padding.
 CREATE OR REPLACE MACRO conv_transpose_out_len(x, k, s, p, d, op) AS (x - 1) * s - 2 * p + d * (k - 1) + op + 1;
 
 -- FLOPs of a convolution: 2 * batch * prod(weight dims) * prod(spatial dims of the output), for a
 -- transposed one of the input (torch.utils.flop_counter.conv_flop_count); plus one add per output
 -- element for a bias, as for GEMMs.
+-- @arg n BIGINT Batch size (1 for an unbatched input).
+-- @arg weight_numel HUGEINT Elements of the weight.
+-- @arg spatial_numel HUGEINT Elements of one channel of the output (of the input, for a transposed convolution).
+-- @arg out_numel HUGEINT Elements of the output.
+-- @arg has_bias BOOLEAN True when a bias is added.
 CREATE OR REPLACE MACRO conv_flops(n, weight_numel, spatial_numel, out_numel, has_bias) AS
   2 * n * weight_numel * spatial_numel + CASE WHEN has_bias THEN out_numel ELSE 0 END;
 
@@ -51,6 +80,12 @@ CREATE OR REPLACE MACRO conv_flops(n, weight_numel, spatial_numel, out_numel, ha
 -- benchmark_flash_attention.py flops(), TraceLens SDPA.flops_func, torch.utils.flop_counter
 -- sdpa_flop_count; softmax left out, as in all three). NULL when causal is unknown, and for a causal
 -- mask with Sq <> Sk, whose share of the square depends on the alignment: no guess.
+-- @arg bh HUGEINT Batch x query heads.
+-- @arg sq BIGINT Query length.
+-- @arg sk BIGINT Key length.
+-- @arg dqk BIGINT Head dim of queries and keys.
+-- @arg dv BIGINT Head dim of values.
+-- @arg causal BOOLEAN True with a causal mask, NULL when unknown.
 CREATE OR REPLACE MACRO attention_flops(bh, sq, sk, dqk, dv, causal) AS
   CASE WHEN causal IS NULL OR (causal AND sq <> sk) THEN NULL
        ELSE 2 * bh * sq * sk * (dqk + dv) // CASE WHEN causal THEN 2 ELSE 1 END END;
@@ -60,14 +95,21 @@ CREATE OR REPLACE MACRO attention_flops(bh, sq, sk, dqk, dv, causal) AS
 -- x * rstd, 1), and one each for a weight and a bias; vLLM's fused_add_rms_norm adds the residual
 -- first (1). Eval-mode batch norm only normalises. Counted here, per element, from the definitions
 -- in the PyTorch docs (torch.nn.LayerNorm, RMSNorm, BatchNorm2d, GroupNorm).
+-- @arg numel HUGEINT Elements of the input.
+-- @arg stats INTEGER FLOPs per element of the statistics (0 to 3).
+-- @arg normalise INTEGER FLOPs per element of normalising (1 or 2).
+-- @arg has_weight BOOLEAN True when a weight scales the result.
+-- @arg has_bias BOOLEAN True when a bias is added.
 CREATE OR REPLACE MACRO norm_flops(numel, stats, normalise, has_weight, has_bias) AS
   numel * (stats + normalise + CASE WHEN has_weight THEN 1 ELSE 0 END + CASE WHEN has_bias THEN 1 ELSE 0 END);
 
 -- FLOPs of softmax and log_softmax: 5 per element (max, subtract, exp, sum, divide or log).
+-- @arg numel HUGEINT Elements of the input.
 CREATE OR REPLACE MACRO softmax_flops(numel) AS 5 * numel;
 
 -- Rank of a dtype's kind in type promotion (bool < integer < floating < complex: PyTorch docs,
 -- "Type promotion" in torch.result_type), for the result dtype of a binary elementwise op.
+-- @arg dtype VARCHAR A torch dtype name, e.g. bfloat16, int64, bool.
 CREATE OR REPLACE MACRO dtype_kind_rank(dtype) AS CASE WHEN dtype = 'bool' THEN 0
   WHEN dtype LIKE 'complex%' THEN 3 WHEN dtype LIKE '%float%' OR dtype = 'half' THEN 2 ELSE 1 END;
 
@@ -150,7 +192,7 @@ CREATE TABLE IF NOT EXISTS device_peaks (
 -- The device of each run and its peaks: deviceProperties' first GPU (its name and SM count) matched
 -- against `device_peaks` (a row with num_sms before one without, then the longest pattern). Runs
 -- without deviceProperties, or with a device no row matches, have NULL peaks.
--- @column run_id VARCHAR The run.
+-- @columns-as runs: run_id
 -- @column device_name VARCHAR The first GPU's name in deviceProperties, NULL when the trace has none.
 -- @column num_sms INTEGER Its SM (NVIDIA) or CU (AMD) count.
 -- @column device VARCHAR The matched `device_peaks` device, NULL when none matches.
@@ -178,6 +220,11 @@ FROM d LEFT JOIN (
 -- The peak TFLOP/s of a `run_devices` row for an op's dtype: float32 -> FP32 (an fp32 GEMM may run
 -- on TF32 units when torch allows it; the trace does not say), bfloat16 -> BF16, float16 -> FP16,
 -- float8 types -> FP8; NULL for other dtypes.
+-- @arg dtype VARCHAR The op's dtype (torch name).
+-- @arg fp32_tflops DOUBLE The device's peak FP32 TFLOP/s.
+-- @arg bf16_tflops DOUBLE Its peak BF16 TFLOP/s.
+-- @arg fp16_tflops DOUBLE Its peak FP16 TFLOP/s.
+-- @arg fp8_tflops DOUBLE Its peak FP8 TFLOP/s.
 CREATE OR REPLACE MACRO peak_tflops_for(dtype, fp32_tflops, bf16_tflops, fp16_tflops, fp8_tflops) AS CASE
   WHEN dtype = 'float32' THEN fp32_tflops WHEN dtype = 'bfloat16' THEN bf16_tflops
   WHEN dtype = 'float16' THEN fp16_tflops WHEN dtype LIKE 'float8%' THEN fp8_tflops END;
@@ -185,7 +232,7 @@ CREATE OR REPLACE MACRO peak_tflops_for(dtype, fp32_tflops, bf16_tflops, fp16_tf
 -- The category and cost formula of every CPU op name in the runs, from `op_categories`: the row
 -- of the exact name, else the longest LIKE pattern that matches (category only), else
 -- 'communication' for a name named after a collective (`is_collective_name`), else 'other'.
--- @column name VARCHAR Op name.
+-- @columns-as cpu_ops: name
 -- @column category VARCHAR GEMM, convolution, attention, elementwise, normalisation, reduction, communication, copy or other.
 -- @column model VARCHAR Cost formula of op_cost for the name, NULL when none.
 CREATE OR REPLACE VIEW op_name_categories AS
@@ -207,7 +254,7 @@ LEFT JOIN by_pattern p ON p.name = n.name;
 -- the GPU time of its whole subtree. op_cost sums eager work over it; the roofline report sums
 -- the replayed work of ops captured into CUDA graphs over it (graph_op_time), so that
 -- `aten::linear` gets the time of the GEMM its `aten::addmm` launched in both.
--- @column run_id VARCHAR Run of the ops.
+-- @columns-as cpu_ops: run_id
 -- @column event_id BIGINT The op that made launch calls (`launch_calls.op_event_id`).
 -- @column anc_id BIGINT That op itself or an op enclosing it.
 CREATE OR REPLACE VIEW launch_op_ancestors AS
@@ -242,10 +289,9 @@ SELECT run_id, event_id, anc_id FROM up;
 -- the host or another device are left out (the link bounds them, not the GPU's memory). Nested ops are all listed: sum rows with
 -- is_counted (the outermost op with a cost on its thread; its formula covers the ops inside it) to
 -- count each GEMM once.
--- @column run_id VARCHAR Run of the op.
--- @column event_id BIGINT The op event.
+-- @columns-as cpu_ops: run_id, event_id
 -- @column op_name VARCHAR Op name, e.g. aten::addmm.
--- @column category VARCHAR GEMM, convolution, attention, elementwise, normalisation, reduction, communication, copy or other (from op_categories).
+-- @columns-as op_name_categories: category
 -- @column model VARCHAR Formula used (gemm, conv, attention, layer_norm, rms_norm, batch_norm, group_norm, softmax, unary, binary, reduction, embedding, gather, copy), NULL when none applies.
 -- @column input_dims VARCHAR Dims of every input, as in top-ops.
 -- @column dtype VARCHAR Dtype the math runs in: the first matrix's (GEMM), the input's (others), the source's (copies).
@@ -256,22 +302,21 @@ SELECT run_id, event_id, anc_id FROM up;
 -- @column tb_per_s DOUBLE Achieved TB/s: bytes / gpu_dur_ns / 1000.
 -- @column intensity DOUBLE Arithmetic intensity, FLOPs per byte.
 -- @column is_counted BOOLEAN True for the outermost op with a cost (flops or bytes) on its thread: sum these to count nested ops once.
--- @column parent_op_id BIGINT Innermost enclosing CPU op.
--- @column call_site VARCHAR Innermost user frame of the op's Python stack.
--- @column step BIGINT Profiler step whose window contains the op.
+-- @columns-as cpu_ops: parent_op_id, call_site, step
 CREATE OR REPLACE VIEW op_cost AS
-WITH RECURSIVE ops AS MATERIALIZED (
+WITH RECURSIVE op_formulas AS MATERIALIZED (
   -- every CPU op with its formula
   SELECT o.run_id, o.event_id, o.name, o.parent_op_id, o.call_site, o.step, coalesce(n.category, 'other') AS category,
          n.model
   FROM cpu_ops o LEFT JOIN op_name_categories n ON n.name = o.name
-), codes AS (
+), dtype_codes AS (
+  -- the element size of each ScalarType code (how `Concrete Inputs` writes a dtype argument)
   SELECT DISTINCT scalar_type, torch_name, elem_bytes FROM dtypes WHERE scalar_type IS NOT NULL
 ), signatures AS (
   -- each op's arguments (`op_signatures`): its own rows, else its model's; input positions 1-based,
   -- as in `ins`; the element size of a result dtype the signature fixes
   SELECT s.*, TRY_CAST(s.rank_value AS INTEGER) AS rank,
-         (SELECT c.elem_bytes FROM codes c WHERE c.torch_name = s.result_dtype) AS result_eb
+         (SELECT c.elem_bytes FROM dtype_codes c WHERE c.torch_name = s.result_dtype) AS result_eb
   FROM (
     SELECT name,
            max(arg_pos) FILTER (WHERE arg_name = 'a') AS a, max(arg_pos) FILTER (WHERE arg_name = 'b') AS b,
@@ -310,13 +355,13 @@ WITH RECURSIVE ops AS MATERIALIZED (
            max(arg_fixed) FILTER (WHERE arg_name = 'result_dtype') AS result_dtype
     FROM (
       SELECT n.name, g.argument AS arg_name, g.input + 1 AS arg_pos, g.value AS arg_fixed
-      FROM (SELECT DISTINCT name, model FROM ops WHERE model IS NOT NULL) n
+      FROM (SELECT DISTINCT name, model FROM op_formulas WHERE model IS NOT NULL) n
       JOIN op_signatures g ON g.op = n.name OR (g.op IS NULL AND g.model = n.model)
       QUALIFY rank() OVER (PARTITION BY n.name, g.argument ORDER BY g.op IS NULL) = 1
     )
     GROUP BY name
   ) s
-), m AS MATERIALIZED (
+), shaped_ops AS MATERIALIZED (
   -- the ops with a formula that recorded shapes, and their inputs in order (list_sort on the position:
   -- no ordered aggregate); the other ops' inputs are read only where asked for (the last SELECT)
   SELECT o.run_id, o.event_id, any_value(o.name) AS name, any_value(o.parent_op_id) AS parent_op_id,
@@ -324,27 +369,30 @@ WITH RECURSIVE ops AS MATERIALIZED (
          any_value(o.model) AS model,
          list_sort(list({'i': s.input_index, 'dims': s.dims, 'dtype': s.dtype, 'numel': s.numel::HUGEINT,
                          'eb': s.elem_bytes, 'bytes': s.bytes::HUGEINT, 'c': s.concrete}), 'ASC', 'NULLS LAST') AS ins,
+         ins[1].dtype AS first_dtype,  -- the op's dtype where its formula gives none
          sum(s.bytes)::HUGEINT AS in_bytes
-  FROM ops o JOIN shapes s ON s.run_id = o.run_id AND s.event_id = o.event_id AND s.member_index IS NULL
+  FROM op_formulas o JOIN shapes s ON s.run_id = o.run_id AND s.event_id = o.event_id AND s.member_index IS NULL
   WHERE o.model IS NOT NULL
   GROUP BY o.run_id, o.event_id
 ),
 -- GEMM family: the matrices A [.., m, k] and B [k, n] (or a weight [n, k], as linear's), a bias
-gemm_in AS (
+gemm_inputs AS (
+  -- the matrices, the bias and the element size of an out_dtype argument, where the signature has them
   SELECT run_id, event_id, name, ins, sig.rank, sig.weight IS NOT NULL AS is_nk,
          ins[sig.a] AS a, ins[coalesce(sig.weight, sig.b)] AS b, ins[sig.bias] AS bias,
-         (SELECT c.elem_bytes FROM codes c WHERE c.scalar_type = TRY_CAST(ins[sig.out_dtype].c AS INTEGER)) AS out_dtype_eb
-  FROM m LEFT JOIN signatures sig USING (name) WHERE model = 'gemm'
-), gemm_mkn AS (
-  SELECT g.*, len(a.dims) AS la, len(b.dims) AS lb,
+         (SELECT c.elem_bytes FROM dtype_codes c WHERE c.scalar_type = TRY_CAST(ins[sig.out_dtype].c AS INTEGER)) AS out_dtype_eb
+  FROM shaped_ops LEFT JOIN signatures sig USING (name) WHERE model = 'gemm'
+), gemm_dims AS (
+  -- m, k and n (k of A, kb of B: equal when the shapes fit), the batch, and the result's element size
+  SELECT g.*,
          CASE WHEN is_nk THEN a.dims[len(a.dims)] WHEN len(a.dims) = 0 THEN NULL
               ELSE a.dims[len(a.dims)] END AS k,
          CASE WHEN is_nk THEN (CASE WHEN len(b.dims) = 2 THEN b.dims[2] END)
               WHEN len(b.dims) = 1 THEN b.dims[1] WHEN len(b.dims) >= 2 THEN b.dims[len(b.dims) - 1] END AS kb,
          CASE WHEN is_nk THEN a.numel // nullif(a.dims[len(a.dims)], 0)
-              WHEN len(a.dims) = 1 THEN 1 ELSE a.dims[len(a.dims) - 1] END AS m_,
+              WHEN len(a.dims) = 1 THEN 1 ELSE a.dims[len(a.dims) - 1] END AS m,
          CASE WHEN is_nk THEN (CASE WHEN len(b.dims) = 2 THEN b.dims[1] END)
-              WHEN len(b.dims) = 1 THEN 1 ELSE b.dims[len(b.dims)] END AS n_,
+              WHEN len(b.dims) = 1 THEN 1 ELSE b.dims[len(b.dims)] END AS n,
          CASE WHEN is_nk THEN 1::HUGEINT
               ELSE dims_numel(broadcast_dims(CASE WHEN len(a.dims) > 2 THEN a.dims[1:len(a.dims) - 2] ELSE [] END,
                                              CASE WHEN len(b.dims) > 2 THEN b.dims[1:len(b.dims) - 2] ELSE [] END)) END AS batch,
@@ -354,30 +402,34 @@ gemm_in AS (
               ELSE len(a.dims) >= 1 AND len(b.dims) >= 1 END AS fits,
          bias.dtype IS NOT NULL AS has_bias,
          coalesce(out_dtype_eb, a.eb) AS out_eb
-  FROM gemm_in g
-), gemm AS (
+  FROM gemm_inputs g
+), gemm_costs AS (
+  -- FLOPs and bytes of the GEMMs whose shapes fit
   SELECT run_id, event_id, 'gemm' AS model, a.dtype,
-         CASE WHEN fits AND k = kb AND a.dtype IS NOT NULL THEN gemm_flops(batch, m_, k, n_, has_bias) END AS flops,
-         CASE WHEN fits AND k = kb THEN a.bytes + b.bytes + CASE WHEN has_bias THEN bias.bytes ELSE 0 END + batch * m_ * n_ * out_eb END AS bytes
-  FROM gemm_mkn
+         CASE WHEN fits AND k = kb AND a.dtype IS NOT NULL THEN gemm_flops(batch, m, k, n, has_bias) END AS flops,
+         CASE WHEN fits AND k = kb THEN a.bytes + b.bytes + CASE WHEN has_bias THEN bias.bytes ELSE 0 END + batch * m * n * out_eb END AS bytes
+  FROM gemm_dims
 ),
 -- convolutions: input [n, c, spatial..] (or unbatched [c, spatial..]), weight [c_out, c_in/groups, k..]
 -- (transposed: [c_in, c_out/groups, k..]), bias, and the parameters where each signature has them
-conv_in AS (
+conv_inputs AS (
+  -- the tensors and the parameters as written
   SELECT run_id, event_id, name, ins[sig.input] AS x, ins[sig.weight] AS w, ins[sig.bias] AS bias,
          ins[sig.stride].c AS stride_c, ins[sig.padding].c AS pad_c, ins[sig.dilation].c AS dil_c,
          CASE WHEN sig.transposed IS NOT NULL THEN concrete_bool(ins[sig.transposed].c)
               ELSE concrete_bool(sig.transposed_value) END AS transposed,
          CASE WHEN sig.output_padding IS NOT NULL THEN ins[sig.output_padding].c ELSE sig.output_padding_value END AS outpad_c,
          ins[sig.groups].c AS groups_c
-  FROM m LEFT JOIN signatures sig USING (name) WHERE model = 'conv'
-), conv_p AS (
+  FROM shaped_ops LEFT JOIN signatures sig USING (name) WHERE model = 'conv'
+), conv_params AS (
+  -- the parameters as numbers, and the number of spatial dims (nd)
   SELECT *, len(w.dims) - 2 AS nd, len(x.dims) = len(w.dims) AS batched,
          concrete_ints(stride_c) AS s, concrete_ints(dil_c) AS d, concrete_ints(outpad_c) AS op,
          CASE WHEN pad_c ILIKE '%valid%' THEN [0] ELSE concrete_ints(pad_c) END AS p,
          pad_c ILIKE '%same%' AS is_same, TRY_CAST(groups_c AS BIGINT) AS groups
-  FROM conv_in
-), conv_o AS (
+  FROM conv_inputs
+), conv_outputs AS (
+  -- the batch size, the spatial dims of the input (xs) and of the output (os), and the output channels
   SELECT *, CASE WHEN batched THEN x.dims[1] ELSE 1 END AS n,
          x.dims[len(x.dims) - nd + 1:len(x.dims)] AS xs,
          list_transform(range(1, nd + 1), lambda i: CASE
@@ -386,14 +438,15 @@ conv_in AS (
            WHEN is_same THEN x.dims[len(x.dims) - nd + i]
            ELSE conv_out_len(x.dims[len(x.dims) - nd + i], w.dims[2 + i], conv_param(s, i), conv_param(p, i), conv_param(d, i)) END) AS os,
          CASE WHEN transposed THEN w.dims[2] * TRY_CAST(groups_c AS BIGINT) ELSE w.dims[1] END AS c_out
-  FROM conv_p
+  FROM conv_params
   WHERE nd >= 1 AND (batched OR len(x.dims) = nd + 1)
-), conv AS (
+), conv_costs AS (
+  -- FLOPs and bytes of the convolutions whose parameters are all known
   SELECT run_id, event_id, 'conv' AS model, x.dtype,
          conv_flops(n, w.numel, dims_numel(CASE WHEN transposed THEN xs ELSE os END), n * c_out * dims_numel(os),
                     bias.dtype IS NOT NULL)::HUGEINT AS flops,
          x.bytes + w.bytes + coalesce(bias.bytes, 0) + n * c_out * dims_numel(os) * x.eb AS bytes
-  FROM conv_o
+  FROM conv_outputs
   WHERE transposed IS NOT NULL AND groups IS NOT NULL AND s IS NOT NULL AND d IS NOT NULL
     AND (p IS NOT NULL OR is_same) AND (op IS NOT NULL OR NOT transposed)
     AND list_bool_and(list_transform(os, lambda v: v > 0))
@@ -401,7 +454,8 @@ conv_in AS (
 -- attention: q, k, v in [.., S, D] (SDPA) or [B, S, H, D] (flash / efficient forward, flash_attn);
 -- the causal flag, a mask or bias, a varlen marker (cu_seqlens given) and flash_attn's window, where
 -- each signature has them
-attn_in AS (
+attention_inputs AS (
+  -- q, k, v, the layout, the causal flag, the mask, and whether the call is varlen or windowed
   SELECT run_id, event_id, name, ins[sig.query] AS q, ins[sig.key] AS k, ins[sig.value] AS v,
          coalesce(sig.layout = 'bshd', false) AS is_bshd,
          CASE WHEN sig.is_causal IS NOT NULL THEN concrete_bool(ins[sig.is_causal].c)
@@ -412,33 +466,37 @@ attn_in AS (
                 coalesce(TRY_CAST(ins[sig.window_size_left].c AS BIGINT), -1) <> -1
                 OR coalesce(TRY_CAST(ins[sig.window_size_right].c AS BIGINT), -1) <> -1
               ELSE false END AS is_windowed
-  FROM m LEFT JOIN signatures sig USING (name) WHERE model = 'attention'
-), attn_s AS (
+  FROM shaped_ops LEFT JOIN signatures sig USING (name) WHERE model = 'attention'
+), attention_lengths AS (
+  -- sequence lengths and head dims, of the calls that are modelled (neither varlen nor windowed)
   SELECT *,
          CASE WHEN is_bshd THEN q.dims[2] ELSE q.dims[len(q.dims) - 1] END AS sq,
          CASE WHEN is_bshd THEN k.dims[2] ELSE k.dims[len(k.dims) - 1] END AS sk,
          q.dims[len(q.dims)] AS dqk, v.dims[len(v.dims)] AS dv
-  FROM attn_in
+  FROM attention_inputs
   WHERE NOT is_varlen AND NOT is_windowed AND (CASE WHEN is_bshd THEN len(q.dims) = 4 AND len(k.dims) = 4 AND len(v.dims) = 4
                                                     ELSE len(q.dims) >= 2 AND len(k.dims) >= 2 AND len(v.dims) >= 2 END)
-), attn AS (
+), attention_costs AS (
+  -- FLOPs and bytes of attention
   SELECT run_id, event_id, 'attention' AS model, q.dtype,
          attention_flops(q.numel // nullif(sq * dqk, 0), sq, sk, dqk, dv, causal) AS flops,
          q.bytes + k.bytes + v.bytes + CASE WHEN mask.dtype IS NOT NULL THEN mask.bytes ELSE 0 END
            + q.numel // nullif(dqk, 0) * dv * q.eb AS bytes
-  FROM attn_s
+  FROM attention_lengths
 ),
 -- normalisations: the input x, weight and bias where each signature has them, and what the op
 -- writes: a result of x's size, nothing more when it writes into an output it takes (out, counted
 -- in its inputs), x and the residual when it adds the residual in place
-norm_in AS (
+norm_inputs AS (
+  -- x, weight, bias, the training flag and the bytes written
   SELECT run_id, event_id, name, model, in_bytes, sig.residual IS NOT NULL AS adds_residual,
          ins[sig.input] AS x, ins[sig.weight] AS w, ins[sig.bias] AS b,
          concrete_bool(ins[sig.training].c) AS training,
          CASE WHEN sig.out IS NOT NULL THEN 0::HUGEINT WHEN sig.residual IS NOT NULL THEN ins[sig.input].bytes + ins[sig.residual].bytes
               ELSE ins[sig.input].bytes END AS written
-  FROM m LEFT JOIN signatures sig USING (name) WHERE model IN ('layer_norm', 'rms_norm', 'batch_norm', 'group_norm')
-), norm AS (
+  FROM shaped_ops LEFT JOIN signatures sig USING (name) WHERE model IN ('layer_norm', 'rms_norm', 'batch_norm', 'group_norm')
+), norm_costs AS (
+  -- FLOPs and bytes of the normalisations
   SELECT run_id, event_id, model, x.dtype,
          CASE WHEN x.dtype IS NULL THEN NULL
               WHEN model IN ('layer_norm', 'group_norm') THEN norm_flops(x.numel, 3, 2, w.dtype IS NOT NULL, b.dtype IS NOT NULL)
@@ -447,36 +505,41 @@ norm_in AS (
               WHEN training THEN norm_flops(x.numel, 3, 2, w.dtype IS NOT NULL, b.dtype IS NOT NULL)
               WHEN NOT training THEN norm_flops(x.numel, 0, 2, w.dtype IS NOT NULL, b.dtype IS NOT NULL) END AS flops,
          in_bytes + written AS bytes
-  FROM norm_in
+  FROM norm_inputs
 ),
 -- softmax and log_softmax: the result takes float32 when half_to_float is set, or the dtype argument
-softmax_in AS (
+softmax_inputs AS (
+  -- the input, and half_to_float or the dtype argument where the signature has them
   SELECT run_id, event_id, model, ins[sig.input] AS x, ins[sig.half_to_float].c AS half_to_float_c, ins[sig.dtype].c AS dtype_c,
          sig.half_to_float IS NOT NULL AS has_half_to_float
-  FROM m LEFT JOIN signatures sig USING (name) WHERE model = 'softmax'
-), softmax AS (
+  FROM shaped_ops LEFT JOIN signatures sig USING (name) WHERE model = 'softmax'
+), softmax_costs AS (
+  -- FLOPs and bytes of softmax: the result's element size from half_to_float, the dtype argument or the input
   SELECT run_id, event_id, model, x.dtype,
          CASE WHEN x.dtype IS NOT NULL THEN softmax_flops(x.numel) END AS flops,
          x.bytes + x.numel * CASE
            WHEN has_half_to_float THEN
              CASE WHEN concrete_bool(half_to_float_c) THEN 4 WHEN NOT concrete_bool(half_to_float_c) OR x.eb = 4 THEN x.eb END
-           ELSE coalesce((SELECT c.elem_bytes FROM codes c WHERE c.scalar_type = TRY_CAST(dtype_c AS INTEGER)),
+           ELSE coalesce((SELECT c.elem_bytes FROM dtype_codes c WHERE c.scalar_type = TRY_CAST(dtype_c AS INTEGER)),
                          CASE WHEN dtype_c = '' OR x.eb = 4 THEN x.eb END) END AS bytes
-  FROM softmax_in
+  FROM softmax_inputs
 ),
 -- elementwise: unary ops read and write x once; binary ops broadcast their two inputs (a scalar
 -- argument reads nothing), comparisons and logical ops write bool, in-place ops write their first input
-unary AS (
+unary_costs AS (
+  -- FLOPs and bytes of unary ops: one FLOP per element
   SELECT run_id, event_id, model, ins[sig.input].dtype AS dtype,
          CASE WHEN ins[sig.input].dtype IS NOT NULL THEN ins[sig.input].numel END AS flops, 2 * ins[sig.input].bytes AS bytes
-  FROM m LEFT JOIN signatures sig USING (name) WHERE model = 'unary'
-), bin_in AS (
+  FROM shaped_ops LEFT JOIN signatures sig USING (name) WHERE model = 'unary'
+), binary_inputs AS (
+  -- the two inputs and the dims of the result
   SELECT run_id, event_id, name, ins[sig.input] AS a, ins[sig.other] AS b, sig.result_eb,
          suffix(name, '_') AS is_inplace,
          CASE WHEN suffix(name, '_') THEN ins[sig.input].dims
               ELSE broadcast_dims(ins[sig.input].dims, coalesce(ins[sig.other].dims, [])) END AS out_dims
-  FROM m LEFT JOIN signatures sig USING (name) WHERE model = 'binary'
-), bin AS (
+  FROM shaped_ops LEFT JOIN signatures sig USING (name) WHERE model = 'binary'
+), binary_costs AS (
+  -- FLOPs and bytes of binary ops: the result's element size by type promotion
   SELECT run_id, event_id, 'binary' AS model, a.dtype,
          CASE WHEN a.dtype IS NOT NULL THEN dims_numel(out_dims) END AS flops,
          a.bytes + coalesce(b.bytes, 0) + dims_numel(out_dims) * CASE
@@ -486,79 +549,93 @@ unary AS (
            WHEN dtype_kind_rank(a.dtype) <> dtype_kind_rank(b.dtype) THEN
              CASE WHEN dtype_kind_rank(a.dtype) > dtype_kind_rank(b.dtype) THEN a.eb ELSE b.eb END
            ELSE greatest(a.eb, b.eb) END AS bytes
-  FROM bin_in WHERE a.dtype IS NOT NULL
+  FROM binary_inputs WHERE a.dtype IS NOT NULL
 ),
 -- reductions: the dims reduced come from the dim argument ('' or [] = every dim; overloads without
 -- one reduce everything: the input alone, or the input and a dtype); max/min with a second tensor
 -- are elementwise, not reductions
-red_in AS (
+reduction_inputs AS (
+  -- the input, the dim argument ('' for every dim) and the result's element size
   SELECT run_id, event_id, name, ins[sig.input] AS x,
-         CASE WHEN len(ins) = 1 OR len(ins) = sig.dtype THEN '' ELSE ins[sig.dim].c END AS dim_c,
+         len(ins) = 1 OR len(ins) = sig.dtype AS reduces_every_dim,  -- an overload without a dim argument
+         CASE WHEN reduces_every_dim THEN '' ELSE ins[sig.dim].c END AS dim_c,
          coalesce(sig.result_eb, ins[sig.input].eb) AS out_eb
-  FROM m LEFT JOIN signatures sig USING (name) WHERE model = 'reduction' AND NOT coalesce(ins[sig.other].dtype IS NOT NULL, false)
-), red_d AS (
+  FROM shaped_ops LEFT JOIN signatures sig USING (name) WHERE model = 'reduction' AND NOT coalesce(ins[sig.other].dtype IS NOT NULL, false)
+), reduced_dims AS (
+  -- the dims reduced
   SELECT *, CASE WHEN trim(dim_c) IN ('', '[]') OR len(x.dims) = 0 THEN x.dims
                  ELSE list_transform(concrete_ints(dim_c), lambda i: x.dims[CASE WHEN i < 0 THEN i + len(x.dims) + 1 ELSE i + 1 END]) END AS reduced
-  FROM red_in
-), red AS (
+  FROM reduction_inputs
+), reduction_costs AS (
+  -- FLOPs and bytes of reductions: one FLOP per input element
   SELECT run_id, event_id, 'reduction' AS model, x.dtype,
          CASE WHEN x.dtype IS NOT NULL THEN x.numel END AS flops,
          x.bytes + x.numel // nullif(dims_numel(reduced), 0) * out_eb AS bytes
-  FROM red_d
+  FROM reduced_dims
 ),
 -- gathers, bytes only: the indices, and the rows read and written
-gather_in AS (
+gather_inputs AS (
+  -- the tensor gathered from, the indices and the dim
   SELECT run_id, event_id, model, ins[coalesce(sig.weight, sig.input)] AS x, ins[coalesce(sig.indices, sig.index)] AS i,
          TRY_CAST(ins[sig.dim].c AS BIGINT) AS dim
-  FROM m LEFT JOIN signatures sig USING (name) WHERE model IN ('embedding', 'gather')
-), gather AS (
+  FROM shaped_ops LEFT JOIN signatures sig USING (name) WHERE model IN ('embedding', 'gather')
+), gather_costs AS (
+  -- bytes of the gathers
   SELECT run_id, event_id, model, x.dtype, 0::HUGEINT AS flops,
          CASE WHEN model = 'embedding' AND len(x.dims) = 2 THEN i.bytes + 2 * i.numel * x.dims[2] * x.eb
               WHEN model = 'gather' AND dim IS NOT NULL THEN
                 i.bytes + 2 * (x.numel // nullif(x.dims[(dim + len(x.dims)) % greatest(len(x.dims), 1) + 1], 0)) * i.numel * x.eb END AS bytes
-  FROM gather_in
+  FROM gather_inputs
 ),
 -- copies: what `tensor_copies` says each moves
-copies AS (
+copy_costs AS (
+  -- bytes of the copy ops
   SELECT t.run_id, t.event_id, 'copy' AS model, t.src_dtype AS dtype, 0::HUGEINT AS flops, t.bytes::HUGEINT AS bytes
   FROM tensor_copies t
-  WHERE EXISTS (SELECT 1 FROM m WHERE m.run_id = t.run_id AND m.event_id = t.event_id AND m.model = 'copy')
+  WHERE EXISTS (SELECT 1 FROM shaped_ops s WHERE s.run_id = t.run_id AND s.event_id = t.event_id AND s.model = 'copy')
 ), costs AS MATERIALIZED (
-  SELECT run_id, event_id, model, dtype, flops::HUGEINT AS flops, bytes::HUGEINT AS bytes FROM gemm
-  UNION ALL BY NAME SELECT * FROM conv UNION ALL BY NAME SELECT * FROM attn UNION ALL BY NAME SELECT * FROM norm
-  UNION ALL BY NAME SELECT * FROM softmax UNION ALL BY NAME SELECT * FROM unary UNION ALL BY NAME SELECT * FROM bin
-  UNION ALL BY NAME SELECT * FROM red UNION ALL BY NAME SELECT * FROM gather UNION ALL BY NAME SELECT * FROM copies
+  -- every formula's FLOPs and bytes, one row per op with a formula
+  SELECT run_id, event_id, model, dtype, flops::HUGEINT AS flops, bytes::HUGEINT AS bytes FROM gemm_costs
+  UNION ALL BY NAME SELECT * FROM conv_costs UNION ALL BY NAME SELECT * FROM attention_costs UNION ALL BY NAME SELECT * FROM norm_costs
+  UNION ALL BY NAME SELECT * FROM softmax_costs UNION ALL BY NAME SELECT * FROM unary_costs UNION ALL BY NAME SELECT * FROM binary_costs
+  UNION ALL BY NAME SELECT * FROM reduction_costs UNION ALL BY NAME SELECT * FROM gather_costs UNION ALL BY NAME SELECT * FROM copy_costs
 ),
 -- GPU time of each op's subtree: work launched by an op counts for it and every op around it.
 -- Copies between host and device or between devices are left out: the link bounds them, not the
 -- GPU's memory, so they have no place on its roofline
-direct AS (
+direct_gpu AS (
+  -- the GPU time of the work each op launched itself
   SELECT run_id, op_event_id AS event_id, sum(dur_ns) AS dur_ns
   FROM device_work()
   WHERE op_event_id IS NOT NULL AND (work_kind <> 'memcpy' OR name LIKE 'Memcpy DtoD%')
   GROUP BY ALL
-), tree AS MATERIALIZED (
-  SELECT run_id, event_id, parent_op_id FROM events WHERE is_cpu_op
 ), subtree_gpu AS (
+  -- the GPU time of the work launched from inside each op's subtree
   SELECT u.run_id, u.anc_id AS event_id, sum(d.dur_ns) AS gpu_dur_ns
-  FROM launch_op_ancestors u JOIN direct d USING (run_id, event_id) GROUP BY ALL
+  FROM launch_op_ancestors u JOIN direct_gpu d USING (run_id, event_id) GROUP BY ALL
 ),
 -- ops with a cost that another op with a cost encloses (not counted)
-costed AS MATERIALIZED (
-  SELECT c.run_id, c.event_id, o.parent_op_id FROM costs c JOIN m o USING (run_id, event_id)
+op_tree AS MATERIALIZED (
+  -- the parent of every CPU op
+  SELECT run_id, event_id, parent_op_id FROM events WHERE is_cpu_op
+), costed_ops AS MATERIALIZED (
+  -- the ops with a cost (flops or bytes)
+  SELECT c.run_id, c.event_id, o.parent_op_id FROM costs c JOIN shaped_ops o USING (run_id, event_id)
   WHERE c.flops IS NOT NULL OR c.bytes IS NOT NULL
-), anc(run_id, event_id, anc_id) AS (
-  SELECT run_id, event_id, parent_op_id FROM costed WHERE parent_op_id IS NOT NULL
+), costed_ancestors(run_id, event_id, anc_id) AS (
+  -- every op around each op with a cost
+  SELECT run_id, event_id, parent_op_id FROM costed_ops WHERE parent_op_id IS NOT NULL
   UNION ALL
-  SELECT a.run_id, a.event_id, t.parent_op_id FROM anc a JOIN tree t ON t.run_id = a.run_id AND t.event_id = a.anc_id
+  SELECT a.run_id, a.event_id, t.parent_op_id FROM costed_ancestors a JOIN op_tree t ON t.run_id = a.run_id AND t.event_id = a.anc_id
   WHERE t.parent_op_id IS NOT NULL
 ), enclosed AS (
-  SELECT DISTINCT a.run_id, a.event_id FROM anc a JOIN costed c ON c.run_id = a.run_id AND c.event_id = a.anc_id
+  -- the ops with a cost that one of those encloses
+  SELECT DISTINCT a.run_id, a.event_id FROM costed_ancestors a JOIN costed_ops c ON c.run_id = a.run_id AND c.event_id = a.anc_id
 )
 -- the ops with a formula
 SELECT o.run_id, o.event_id, o.name AS op_name, o.category, c.model,
        list_transform(o.ins, lambda x: x.dims)::VARCHAR AS input_dims,
-       coalesce(c.dtype, o.ins[1].dtype) AS dtype,
+       coalesce(c.dtype, o.first_dtype) AS dtype,
        TRY_CAST(c.flops AS BIGINT) AS flops, TRY_CAST(c.bytes AS BIGINT) AS bytes,
        g.gpu_dur_ns::BIGINT AS gpu_dur_ns,
        c.flops / nullif(g.gpu_dur_ns, 0) / 1e3 AS tflops_per_s,
@@ -566,7 +643,7 @@ SELECT o.run_id, o.event_id, o.name AS op_name, o.category, c.model,
        c.flops / nullif(c.bytes, 0) AS intensity,
        (c.flops IS NOT NULL OR c.bytes IS NOT NULL) AND e.event_id IS NULL AS is_counted,
        o.parent_op_id, o.call_site, o.step
-FROM m o
+FROM shaped_ops o
 LEFT JOIN costs c USING (run_id, event_id)
 LEFT JOIN subtree_gpu g USING (run_id, event_id)
 LEFT JOIN enclosed e USING (run_id, event_id)
@@ -574,6 +651,6 @@ UNION ALL
 -- the ops without one: no cost, never counted (a filter on is_counted skips this part)
 SELECT o.run_id, o.event_id, o.name, o.category, NULL, i.input_dims_text, i.input_dtypes[1], NULL, NULL,
        g.gpu_dur_ns::BIGINT, NULL, NULL, NULL, false, o.parent_op_id, o.call_site, o.step
-FROM ops o JOIN op_inputs i ON i.run_id = o.run_id AND i.event_id = o.event_id
+FROM op_formulas o JOIN op_inputs i ON i.run_id = o.run_id AND i.event_id = o.event_id
 LEFT JOIN subtree_gpu g ON g.run_id = o.run_id AND g.event_id = o.event_id
 WHERE o.model IS NULL;

@@ -1,3 +1,6 @@
+-- requires: gpu, communication
+-- Jobs: which runs are the ranks of one job, and how long each rank waited in its collectives.
+
 -- The job of every run, so that reports over several ranks never pair unrelated runs. A job is:
 -- the runs sharing a `job` label (`ingest --label job=NAME`); else the runs sharing a distributed
 -- identity: the same backend and world size in the trace's distributedInfo, profiled at the same
@@ -5,7 +8,7 @@
 -- profiled together, unrelated traces of the same shape are not); else the run alone. Ranks are
 -- not part of the grouping: a job whose runs repeat a rank is still one job here, and reports
 -- that need one run per rank (`ranks`) refuse it.
--- @column run_id VARCHAR The run.
+-- @columns-as runs: run_id
 -- @column run_name VARCHAR Name of the run.
 -- @column rank BIGINT Rank of the run (runs.rank), or NULL.
 -- @column backend VARCHAR distributedInfo.backend, e.g. 'nccl', or NULL.
@@ -44,9 +47,7 @@ SELECT r.run_id, r.name AS run_name, r.rank, r.backend, r.world_size,
 FROM r LEFT JOIN distributed d USING (run_id);
 
 -- One row per job of the store (see `run_jobs`), with its runs and ranks.
--- @column job_id VARCHAR Key of the job (see `run_jobs`).
--- @column job VARCHAR Name of the job for people.
--- @column job_source VARCHAR 'label', 'distributed' or 'run'.
+-- @columns-as run_jobs: job_id, job, job_source
 -- @column backend VARCHAR distributedInfo.backend of its runs (the first, for a label job of mixed runs).
 -- @column world_size BIGINT World size of its runs (the largest, for a label job of mixed runs).
 -- @column runs BIGINT Number of runs.
@@ -69,6 +70,18 @@ FROM run_jobs GROUP BY job_id;
 -- this rank's kernel started before the last rank's, and the last rank to start (is_last, the
 -- lowest rank among equal starts) is the one they waited for. step is the profiler step of the
 -- kernel's launch. Used by the ranks and overview reports.
+-- @arg run_ids VARCHAR[] The runs to match (the ranks of one job, or of several).
+-- @columns-as run_jobs: run_id, job_id, rank
+-- @column event_id BIGINT The communication kernel.
+-- @columns-as communication_kernel_names: collective
+-- @column occurrence BIGINT n: the kernel is the n-th of its collective on its run, by start.
+-- @columns-as device_work: step
+-- @columns-as device_events: ts_ns
+-- @column last_start BIGINT Start of the last kernel of this occurrence on the job's runs, ns.
+-- @column first_start BIGINT Start of the first kernel of this occurrence on the job's runs, ns.
+-- @column ranks_seen BIGINT Runs of the job that ran this occurrence.
+-- @column wait_ns BIGINT last_start minus this kernel's start: how long this rank waited for the last, ns.
+-- @column is_last BOOLEAN True for the last rank to start (the lowest rank among equal starts): the one the others waited for.
 CREATE OR REPLACE MACRO collective_waits(run_ids) AS TABLE
 WITH coll AS (
   SELECT w.run_id, j.job_id, r.rank, w.event_id, w.ts_ns, k.collective, w.step

@@ -1,3 +1,6 @@
+-- requires: reference, cpu, gpu
+-- Tensor copies and casts: what each call moves, from the shapes of the copy ops.
+
 -- The copy and cast ops that tensor_copies considers, and which of their inputs is the source.
 -- aten::copy_(self, src) lists the destination first; aten::index_copy_(self, dim, index, source)
 -- has its source fourth; the others copy their first input. aten::to, aten::type_as and
@@ -31,8 +34,7 @@ CREATE TABLE IF NOT EXISTS copy_ops (
 -- those innermost copies move. Nested copies are all listed: sum only rows with is_outermost to
 -- avoid double counting. gb_per_s divides bytes by the GPU time of the work launched from inside
 -- the op when there is any (time_basis 'gpu'), else by the op's CPU time (time_basis 'cpu').
--- @column run_id VARCHAR Run of the op.
--- @column event_id BIGINT The op event.
+-- @columns-as cpu_ops: run_id, event_id
 -- @column op_name VARCHAR Op name.
 -- @column dims BIGINT[] Dims of the source tensor.
 -- @column dst_dims BIGINT[] Dims of the destination tensor when the op takes one (copy_, index_copy_), else NULL (the result has the source's dims).
@@ -43,16 +45,12 @@ CREATE TABLE IF NOT EXISTS copy_ops (
 -- @column src_bytes BIGINT Bytes read: src_numel x source element size (summed like src_numel).
 -- @column dst_bytes BIGINT Bytes written: dst_numel x destination element size (summed like dst_numel).
 -- @column bytes BIGINT Bytes moved: src_bytes + dst_bytes.
--- @column dur_ns BIGINT Inclusive CPU duration of the op, ns.
--- @column self_dur_ns BIGINT Self time of the op, ns.
+-- @columns-as cpu_ops: dur_ns, self_dur_ns
 -- @column gpu_dur_ns BIGINT Summed GPU time of the kernels, memcpys and memsets launched by the op or the copy ops inside it (runtime calls linked by correlation), ns; NULL when none is in the trace.
 -- @column time_basis VARCHAR 'gpu' when gb_per_s divides by gpu_dur_ns, 'cpu' when by dur_ns (no GPU work linked).
 -- @column gb_per_s DOUBLE bytes / the time of time_basis, GB/s (NULL when that time is 0).
 -- @column is_outermost BOOLEAN True when no enclosing op is a copy op (sum these to avoid double counting).
--- @column parent_op_id BIGINT Innermost enclosing CPU op.
--- @column call_site VARCHAR Innermost user frame of the op's Python stack.
--- @column module_path VARCHAR nn.Module chain of the op's Python stack.
--- @column step BIGINT Profiler step whose window contains the op.
+-- @columns-as cpu_ops: parent_op_id, call_site, module_path, step
 CREATE OR REPLACE VIEW tensor_copies AS
 WITH RECURSIVE calls AS MATERIALIZED (
   SELECT o.run_id, o.event_id, o.name, o.ts_ns, o.dur_ns, o.self_dur_ns, o.parent_op_id, o.top_op_id,
@@ -143,12 +141,7 @@ LEFT JOIN copies p ON p.run_id = c.run_id AND p.event_id = c.parent_op_id;
 -- op, source dims and dtypes: calls, bytes and time of each group (reports copies-by-call-site and
 -- overview).
 -- @summary
--- @column run_id VARCHAR Run of the copies.
--- @column call_site VARCHAR Innermost user frame of the ops' Python stack.
--- @column op_name VARCHAR Op name.
--- @column dims BIGINT[] Dims of the source tensor.
--- @column src_dtype VARCHAR Source dtype.
--- @column dst_dtype VARCHAR Destination dtype.
+-- @columns-as tensor_copies: run_id, call_site, op_name, dims, src_dtype, dst_dtype
 -- @column calls BIGINT Calls in the group.
 -- @column calls_in_steps BIGINT Calls inside a profiler step.
 -- @column steps_with BIGINT Profiler steps with at least one call.

@@ -1,3 +1,6 @@
+-- requires: stacks
+-- CPU operators: every op with its place in the op tree, its call site and step, and its inputs' shapes.
+
 -- Every CPU operator (2023+ `cpu_op`, legacy `Operator` except record_function annotations such
 -- as `ProfilerStep#N`) with its self time, its place in the op tree, its call site and step.
 -- self_dur_ns = dur_ns minus the time of its direct children on the same thread (ops,
@@ -5,9 +8,7 @@
 -- @column run_id VARCHAR Run of the op.
 -- @column event_id BIGINT The op event.
 -- @column name VARCHAR Op name, e.g. aten::copy_.
--- @column pid VARCHAR Process id (text).
--- @column tid VARCHAR Thread id (text).
--- @column ts_ns BIGINT Start, ns.
+-- @columns-as events: pid, tid, ts_ns
 -- @column dur_ns BIGINT Inclusive duration, ns.
 -- @column self_dur_ns BIGINT Duration minus direct children on the same thread, ns.
 -- @column parent_id BIGINT Enclosing event (any kind) on the thread.
@@ -39,8 +40,7 @@ WHERE o.is_cpu_op;
 -- (`shapes` holds them as one row per member, with member_index). Built with list_sort on the
 -- input's position rather than an ordered aggregate (3x faster over a run's ops); a column not
 -- selected is not computed.
--- @column run_id VARCHAR Run of the op.
--- @column event_id BIGINT The op event.
+-- @columns-as cpu_ops: run_id, event_id
 -- @column input_dims BIGINT[][] The dims of every input, in order (NULL for an input without dims).
 -- @column input_dims_text VARCHAR input_dims as text, e.g. '[[8, 16], [16, 4]]' (the input_dims of top-ops and op_cost).
 -- @column input_dtypes VARCHAR[] The dtype of every input, in order (NULL for non-tensor inputs).
@@ -55,11 +55,15 @@ FROM (
 );
 
 -- The text of a dim that may be a range: '8', or '1005..1007' when lo and hi differ.
+-- @arg lo BIGINT The dim, or the smallest value of a range.
+-- @arg hi BIGINT The largest value of a range (lo itself when the dim is not one).
 CREATE OR REPLACE MACRO dim_range_text(lo, hi) AS
 CASE WHEN lo IS NOT DISTINCT FROM hi THEN coalesce(lo::VARCHAR, 'NULL') ELSE lo::VARCHAR || '..' || hi::VARCHAR END;
 
 -- The text of a tensor's dims that may hold ranges (lists lo and hi of one length): '[8, 1005..1007, 64]';
 -- the text DuckDB gives the list lo where lo and hi are equal.
+-- @arg lo BIGINT[] A tensor's dims, each at its smallest value.
+-- @arg hi BIGINT[] The same dims at their largest values.
 CREATE OR REPLACE MACRO dims_range_text(lo, hi) AS
 CASE WHEN lo IS NULL THEN NULL
      ELSE '[' || array_to_string(list_transform(range(1, len(lo) + 1),
@@ -67,6 +71,8 @@ CASE WHEN lo IS NULL THEN NULL
 
 -- The text of every input's dims that may hold ranges (lists of lists lo and hi):
 -- '[[8, 1005..1007, 64], []]'; input_dims::VARCHAR where lo and hi are equal.
+-- @arg lo BIGINT[][] Every input's dims, each at its smallest value (`op_shapes.dims_lo`).
+-- @arg hi BIGINT[][] The same at their largest values (`op_shapes.dims_hi`).
 CREATE OR REPLACE MACRO inputs_range_text(lo, hi) AS
 CASE WHEN lo IS NULL THEN NULL
      ELSE '[' || array_to_string(list_transform(range(1, len(lo) + 1),
@@ -82,10 +88,7 @@ CASE WHEN lo IS NULL THEN NULL
 -- are the op's input dims with each varying position widened to the smallest and largest value it
 -- takes; other dims are the op's own, so two shapes of one step never merge. Reports group ops by
 -- (dims_lo, dims_hi) and show dims_text ('[[1005..1007, 8, 128]]'), or the exact dims when asked.
--- @column run_id VARCHAR Run of the op.
--- @column event_id BIGINT The op event.
--- @column input_dims BIGINT[][] The dims of every input, in order (as `op_inputs`).
--- @column input_dtypes VARCHAR[] The dtype of every input, in order (as `op_inputs`).
+-- @columns-as op_inputs: run_id, event_id, input_dims, input_dtypes
 -- @column dims_lo BIGINT[][] input_dims with each dim that varies across steps at its smallest value.
 -- @column dims_hi BIGINT[][] input_dims with each dim that varies across steps at its largest value.
 -- @column dims_text VARCHAR dims_lo and dims_hi as text, a varying dim as lo..hi: '[[1005..1007, 8, 128]]'.
@@ -141,7 +144,7 @@ FROM widened;
 -- Per run and CPU op name: calls and summed self time (report overview's top ops).
 -- @summary
 -- @column run_id VARCHAR Run of the ops.
--- @column name VARCHAR Op name.
+-- @columns-as cpu_ops: name
 -- @column calls BIGINT Calls of the op.
 -- @column self_ns BIGINT Summed self time, ns.
 -- @column rank BIGINT Position of the op in its run by self time (1: the most), ties by name.

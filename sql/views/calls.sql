@@ -1,15 +1,10 @@
+-- requires: stacks, cpu, copies
+
 -- Every CPU op call with what a finding says of it: its shape (dims with the dims that grow with
 -- the sequence as ranges, see `op_shapes`), dtypes, call site and caller (`call_chains`), step, and
 -- the bytes of its tensor inputs. The base of report overview's findings and of reports callers and
 -- callees.
--- @column run_id VARCHAR Run of the op.
--- @column event_id BIGINT The op event.
--- @column name VARCHAR Op name.
--- @column step BIGINT Profiler step whose window contains the op's start.
--- @column self_dur_ns BIGINT Self time, ns.
--- @column dur_ns BIGINT Inclusive duration, ns.
--- @column stack_id BIGINT Python stack of the op.
--- @column call_site VARCHAR Innermost user frame of the op's Python stack.
+-- @columns-as cpu_ops: run_id, event_id, name, step, self_dur_ns, dur_ns, stack_id, call_site
 -- @column caller VARCHAR First user frame outward from the call site in another file, else the next one (see `call_chains`).
 -- @column caller_chain VARCHAR User frames after the call site up to the caller, innermost first, joined by ' < '.
 -- @column dims_text VARCHAR Dims of every input, varying dims as ranges ('[[8, 1005..1007, 64]]'); NULL without record_shapes.
@@ -34,6 +29,7 @@ LEFT JOIN sizes z ON z.run_id = o.run_id AND z.event_id = o.event_id
 LEFT JOIN tensor_copies t ON t.run_id = o.run_id AND t.event_id = o.event_id;
 
 -- Bytes for a sentence: one decimal in 1000-based units ('545.3 MB', '2.4 GB', '512 bytes').
+-- @arg n BIGINT A number of bytes.
 CREATE OR REPLACE MACRO readable_bytes(n) AS
 CASE WHEN n >= 1e12 THEN printf('%.1f TB', n / 1e12) WHEN n >= 1e9 THEN printf('%.1f GB', n / 1e9)
      WHEN n >= 1e6 THEN printf('%.1f MB', n / 1e6) WHEN n >= 1e3 THEN printf('%.1f kB', n / 1e3)
