@@ -3,7 +3,7 @@
 -- column: run_id VARCHAR -- the run
 -- column: run_name VARCHAR -- name of the run
 -- column: section VARCHAR -- run, finding, top op, top kernel, top copy, or warning (in that order)
--- column: rank BIGINT -- position within the section; findings are ranked by time_ns, largest first (a finding without a time last)
+-- column: position BIGINT -- position within the section; findings are ranked by time_ns, largest first (a finding without a time last)
 -- column: item VARCHAR -- what the row is about (a measure, a finding, an op, a kernel, a call site, a warning)
 -- column: value DOUBLE -- the measure, in `unit`
 -- column: unit VARCHAR -- unit of value: ms, count, MB, %, ...
@@ -139,7 +139,7 @@ step_stats AS (
   FROM (SELECT run_id, unnest(map_entries(warnings)) AS w FROM runs WHERE run_id IN (SELECT run_id FROM sel)) x
   WHERE x.w.key <> 'partially overlapping event pairs'
 ), rows AS (
-  SELECT r.run_id, 'run' AS section, 1 AS rank, 'events' AS item, r.event_count::DOUBLE AS value, 'count' AS unit, NULL::DOUBLE AS pct,
+  SELECT r.run_id, 'run' AS section, 1 AS position, 'events' AS item, r.event_count::DOUBLE AS value, 'count' AS unit, NULL::DOUBLE AS pct,
          NULL::BIGINT AS time_ns, printf('%s, %d events', r.source_path, r.event_count) AS detail
   FROM runs r WHERE r.run_id IN (SELECT run_id FROM sel)
   UNION ALL
@@ -174,7 +174,7 @@ step_stats AS (
   SELECT run_id, 'warning', row_number() OVER (PARTITION BY run_id ORDER BY ord, item), item, value, unit, pct, time_ns, detail
   FROM warnings
 )
-SELECT x.run_id, r.name AS run_name, x.section, x.rank, x.item, x.value, x.unit, x.pct, x.time_ns::BIGINT AS time_ns, x.detail
+SELECT x.run_id, r.name AS run_name, x.section, x.position, x.item, x.value, x.unit, x.pct, x.time_ns::BIGINT AS time_ns, x.detail
 FROM rows x JOIN runs r USING (run_id)
 ORDER BY x.run_id, CASE x.section WHEN 'run' THEN 0 WHEN 'finding' THEN 1 WHEN 'top op' THEN 2 WHEN 'top kernel' THEN 3
-                                  WHEN 'top copy' THEN 4 ELSE 5 END, x.rank
+                                  WHEN 'top copy' THEN 4 ELSE 5 END, x.position
