@@ -2,17 +2,17 @@
 -- description: From the profiler's [memory] events: peak allocated memory per device, the largest allocations with the op and call site that made them, and allocations by call site.
 -- per-run: true
 -- empty: no [memory] events: profile with profile_memory=True
--- column: run_id VARCHAR -- the run
--- column: run_name VARCHAR -- name of the run
--- column: section VARCHAR -- 'peak' (per device), 'largest allocation', or 'by call site'
--- column: position BIGINT -- position within the section
--- column: device VARCHAR -- 'cpu' or 'device type T:id' (cuda is type 1)
--- column: bytes BIGINT -- peak: allocated bytes at the peak; largest allocation: its size; by call site: bytes allocated in total
--- column: allocations BIGINT -- number of allocations (1 for a single allocation; NULL for the peak)
--- column: op_name VARCHAR -- CPU op that made the allocation (at the peak: the op of the allocation that reached it)
--- column: call_site VARCHAR -- innermost user frame of the allocation's Python stack
--- column: ts_ns BIGINT -- when the allocation (or the peak) happened, ns (absolute, as in events.ts_ns; by call site: the first allocation)
--- column: rel_ts_ns BIGINT -- the same from the run's start (runs.start_ns), ns
+-- column: run_id VARCHAR [key] -- the run
+-- column: run_name VARCHAR [key] -- name of the run
+-- column: section VARCHAR [key] -- 'peak' (per device), 'largest allocation', or 'by call site'
+-- column: position BIGINT [key] -- position within the section
+-- column: device VARCHAR [key] -- 'cpu' or 'device type T:id' (cuda is type 1)
+-- column: bytes BIGINT [result] -- peak: allocated bytes at the peak; largest allocation: its size; by call site: bytes allocated in total
+-- column: allocations BIGINT [result] -- number of allocations (1 for a single allocation; NULL for the peak)
+-- column: op_name VARCHAR [result] -- CPU op that made the allocation (at the peak: the op of the allocation that reached it)
+-- column: call_site VARCHAR [key] -- innermost user frame of the allocation's Python stack
+-- column: ts_ns BIGINT [detail] -- when the allocation (or the peak) happened, ns (absolute, as in events.ts_ns; by call site: the first allocation)
+-- column: rel_ts_ns BIGINT [detail] -- the same from the run's start (runs.start_ns), ns
 WITH mem AS (
   SELECT e.run_id, e.event_id, e.ts_ns, e.cpu_op_id, e.stack_id,
          max(a.int_value) FILTER (WHERE a.key = 'Bytes') AS bytes,

@@ -3,15 +3,15 @@
 -- per-run: true
 -- empty: no CPU ops (or none matching --param op) in the selected runs
 -- param: op VARCHAR = '' -- only ops with this name ('' for all ops)
--- column: run_id VARCHAR -- run of the ops
--- column: run_name VARCHAR -- name of the run
--- column: name VARCHAR -- op name
--- column: dims BIGINT[][] -- dims of every input, in input order ([] for scalars)
--- column: call_site VARCHAR -- innermost user frame of the op's Python stack
--- column: calls BIGINT -- number of calls
--- column: self_dur_ns BIGINT -- total self time, ns
--- column: self_pct DOUBLE -- share of the run's total op self time, percent
--- column: total_dur_ns BIGINT -- total inclusive time, ns
+-- column: run_id VARCHAR [key] -- run of the ops
+-- column: run_name VARCHAR [key] -- name of the run
+-- column: name VARCHAR [key] -- op name
+-- column: dims BIGINT[][] [key] -- dims of every input, in input order ([] for scalars)
+-- column: call_site VARCHAR [key] -- innermost user frame of the op's Python stack
+-- column: calls BIGINT [result] -- number of calls
+-- column: self_dur_ns BIGINT [result] -- total self time, ns
+-- column: self_pct DOUBLE [result] -- share of the run's total op self time, percent
+-- column: total_dur_ns BIGINT [detail] -- total inclusive time, ns
 WITH ops AS (
   SELECT o.*, d.input_dims AS dims
   FROM cpu_ops o LEFT JOIN op_inputs d USING (run_id, event_id)

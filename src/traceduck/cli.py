@@ -355,8 +355,9 @@ def report_help(r: Report) -> str:
     for p in r.params:
         choices = f" one of {'|'.join(p.choices)};" if p.choices else ""
         lines.append(f"  {p.name} ({p.type}, default {p.default!r}):{choices} {p.doc}")
-    lines += ["", "Columns:"]
-    lines += [f"  {c.name} ({c.type}): {c.doc}" for c in r.columns]
+    lines += ["", "Columns (NAME (TYPE, ROLE): a table too wide for the terminal leaves out detail columns; "
+              "key and result columns always show):"]
+    lines += [f"  {c.name} ({c.type}, {c.role or 'no role'}): {c.doc}" for c in r.columns]
     lines += ["", "Options: --store DIR, --run RUN (repeatable), --param KEY=VALUE, --limit N, --format table|csv|json|markdown, "
               "--max-rows N, --wide"]
     return "\n".join(lines)
