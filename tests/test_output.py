@@ -104,6 +104,18 @@ def test_counts_percentages_offsets_numbers():
     assert units.number(27969222.5) == "27,969,222.5" and units.number(float("nan")) == "nan"
 
 
+def test_one_number_format_per_column():
+    """Numbers that are neither durations, sizes nor percentages show every value of a column with the
+    decimals of its most precise one (at most 6): overview's `value` mixed `1,030.11` and `382.491`."""
+    out = io.StringIO()
+    traceduck.render.render(["value", "calls"], [(1030.11, 3), (382.491, 1_326_080), (4868.0, 2), (None, None)],
+                            "markdown", out)
+    assert out.getvalue().splitlines()[2:] == ["| 1,030.110 | 3 |", "| 382.491 | 1,326,080 |", "| 4,868.000 | 2 |",
+                                               "|  |  |"]
+    assert units.decimals(0.1 + 0.2) == 1 and units.decimals(2.0) == 0 and units.decimals(float("nan")) == 0
+    assert units.fixed(float("inf"), 3) == "inf" and units.fixed(-1234.5, 2) == "-1,234.50"
+
+
 @pytest.mark.parametrize("column,kind,header", [
     ("dur_ns", "duration", "dur"), ("total_ms", "duration", "total"), ("rel_ts_ns", "duration", "rel_ts"),
     ("span_ns", "duration", "span"), ("ts_ns", "timestamp", "ts"), ("gpu_ts_ns", "timestamp", "gpu_ts"),

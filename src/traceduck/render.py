@@ -352,8 +352,9 @@ def escape(text: str) -> str:
 def cells_for_people(columns: list[str], rows: list[tuple], view: View
                      ) -> tuple[list[str], list[list[str]], list[bool], list[bool]]:
     """(headers, cells as text, right-aligned, shortenable) for table and markdown: durations, sizes,
-    counts and percentages in units (columns that now carry their unit lose `_ns`), timestamps from
-    the run's start where the run is known, text escaped."""
+    counts and percentages in units (columns that now carry their unit lose `_ns`), other numbers
+    with one number of decimals per column, timestamps from the run's start where the run is known,
+    text escaped."""
     run_at = columns.index(RUN_ID) if RUN_ID in columns else None
     kinds = [list(units.column_kind(c)) for c in columns]
     for i, (kind, _) in enumerate(kinds):
@@ -400,13 +401,16 @@ def _column_cells(values: list, kind: str, scale: int, starts: list | None) -> t
     """A column's cells as text; (cells, all numbers, any text)."""
     out = []
     numbers = texts = 0
+    # other numbers than units show one format per column: the decimals of its most precise value
+    places = max((units.decimals(v) for v in values if isinstance(v, (float, decimal.Decimal))), default=0) \
+        if kind == "plain" else 0
     for j, v in enumerate(values):
         if v is None:
             out.append("")
             continue
         if isinstance(v, _NUMBER) and not isinstance(v, bool):
             numbers += 1
-            out.append(_number(v, kind, scale, None if starts is None else starts[j]))
+            out.append(_number(v, kind, scale, None if starts is None else starts[j], places))
             continue
         if isinstance(v, (str, list, dict, tuple)):
             texts += 1
@@ -416,7 +420,7 @@ def _column_cells(values: list, kind: str, scale: int, starts: list | None) -> t
     return out, numbers > 0 and numbers == len(values) - values.count(None), texts > 0
 
 
-def _number(v, kind: str, scale: int, start: int | None) -> str:
+def _number(v, kind: str, scale: int, start: int | None, places: int) -> str:
     if kind == "duration":
         return units.duration(v * scale)
     if kind == "timestamp":
@@ -427,6 +431,8 @@ def _number(v, kind: str, scale: int, start: int | None) -> str:
         return units.pct(v)
     if kind == "id":
         return str(v)
+    if places:
+        return units.fixed(v, places)
     return units.count(v) if isinstance(v, int) else units.number(v)
 
 
