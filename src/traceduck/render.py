@@ -567,12 +567,20 @@ def _cell_lines(cells: list[list[str]], widths: list[int], console) -> Iterator[
     from rich.text import Text
 
     wraps = [j for j, (col, w) in enumerate(zip(cells, widths)) if any(cell_width(c) > w for c in col)]
+    wrapped: dict[tuple[str, int], list[str]] = {}  # a call site or a shape comes back row after row
+
+    def lines(text: str, width: int) -> list[str]:
+        if cell_width(text) <= width:
+            return [text]
+        if (text, width) not in wrapped:
+            wrapped[text, width] = [line.plain for line in Text(text).wrap(console, width, overflow="fold")]
+        return wrapped[text, width]
+
     for row in zip(*cells):
         if not any(cell_width(row[j]) > widths[j] for j in wraps):
             yield list(row)
             continue
-        parts = [[c] if cell_width(c) <= w else
-                 [line.plain for line in Text(c).wrap(console, w, overflow="fold")] for c, w in zip(row, widths)]
+        parts = [lines(c, w) for c, w in zip(row, widths)]
         for k in range(max(len(p) for p in parts)):
             yield [p[k] if k < len(p) else "" for p in parts]
 
