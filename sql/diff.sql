@@ -6,19 +6,19 @@
 -- param: per_step BOOLEAN = false -- divide times by each run's number of profiler steps (a run without steps: its totals), rounded to the nearest ns
 -- param: threshold_pct DOUBLE = 5 -- changes within this percent of A's time are 'same'
 -- param: exact_dims BOOLEAN = false -- shape and copy keys with each call's exact dims, instead of dims that grow with the sequence as ranges (lo..hi)
--- column: kind VARCHAR -- what the key is: op, kernel, call_site, shape or copy
--- column: key VARCHAR -- the group: the op or kernel name itself, the call site, 'op [dims...]', or 'call_site | op [dims] src -> dst'; dims that vary across steps as lo..hi (see op_shapes) unless exact_dims
--- column: a_calls BIGINT -- calls in A (totals, also with --per-step); for a call site, calls of its outermost ops; for copies, the outermost copy ops
--- column: b_calls BIGINT -- calls in B
--- column: a_calls_per_step DOUBLE -- a_calls divided by A's number of profiler steps, 3 decimals (NULL when A has no steps)
--- column: b_calls_per_step DOUBLE -- the same for B
--- column: a_dur_ns BIGINT -- summed inclusive dur_ns of the events counted in a_calls, ns (per step with --per-step): for a call site or copies, of the outermost ops only, so nested ops are not counted twice
--- column: b_dur_ns BIGINT -- the same in B, ns
--- column: a_self_dur_ns BIGINT -- summed self time of the events counted in a_calls where it tells their own work (ops and shapes; NULL for call sites and copies, whose outermost ops' time is in nested ops), ns (per step with --per-step)
--- column: b_self_dur_ns BIGINT -- the same in B, ns
--- column: delta_ns BIGINT -- b_dur_ns - a_dur_ns
--- column: ratio DOUBLE -- b_dur_ns / a_dur_ns, 4 decimals (NULL when A has none)
--- column: status VARCHAR -- added, removed, faster, slower or same (within threshold_pct of A)
+-- column: kind VARCHAR [detail] -- what the key is: op, kernel, call_site, shape or copy
+-- column: key VARCHAR [key] -- the group: the op or kernel name itself, the call site, 'op [dims...]', or 'call_site | op [dims] src -> dst'; dims that vary across steps as lo..hi (see op_shapes) unless exact_dims
+-- column: a_calls BIGINT [detail] -- calls in A (totals, also with --per-step); for a call site, calls of its outermost ops; for copies, the outermost copy ops
+-- column: b_calls BIGINT [detail] -- calls in B
+-- column: a_calls_per_step DOUBLE [detail] -- a_calls divided by A's number of profiler steps, 3 decimals (NULL when A has no steps)
+-- column: b_calls_per_step DOUBLE [detail] -- the same for B
+-- column: a_dur_ns BIGINT [result] -- summed inclusive dur_ns of the events counted in a_calls, ns (per step with --per-step): for a call site or copies, of the outermost ops only, so nested ops are not counted twice
+-- column: b_dur_ns BIGINT [result] -- the same in B, ns
+-- column: a_self_dur_ns BIGINT [detail] -- summed self time of the events counted in a_calls where it tells their own work (ops and shapes; NULL for call sites and copies, whose outermost ops' time is in nested ops), ns (per step with --per-step)
+-- column: b_self_dur_ns BIGINT [detail] -- the same in B, ns
+-- column: delta_ns BIGINT [result] -- b_dur_ns - a_dur_ns
+-- column: ratio DOUBLE [result] -- b_dur_ns / a_dur_ns, 4 decimals (NULL when A has none)
+-- column: status VARCHAR [result] -- added, removed, faster, slower or same (within threshold_pct of A)
 WITH items AS (
   SELECT run_id, 'op' AS kind, name AS key, dur_ns, self_dur_ns FROM cpu_ops WHERE $by = 'op'
   UNION ALL

@@ -118,7 +118,7 @@ def test_findings_of_a_trace_made_by_hand(samples_store, tmp_path):
     assert "(0.040 ms), 0.030 ms of it not overlapped by compute (75.0% of communication exposed" in f["detail"]
     # ranked by the time at stake
     assert [r["item"] for r in rows] == ["dominant op", "launch-bound steps", "GPU idle", "GPU communication"]
-    assert [r["rank"] for r in rows] == [1, 2, 3, 4]
+    assert [r["position"] for r in rows] == [1, 2, 3, 4]
     assert [(r["item"], r["time_ns"]) for r in everything if r["section"] == "top kernel"] == [
         ("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 40_000), ("gemm_0", 25_000), ("gemm_1", 25_000)]
 
@@ -264,7 +264,7 @@ def test_overlaps_make_a_finding_only_when_they_touch_ops(store):
 @pytest.mark.slow  # 3 s
 def test_findings_are_ranked_by_time_at_stake(store, run):
     rows, everything = findings(store, run)
-    assert [r["rank"] for r in rows] == list(range(1, len(rows) + 1))
+    assert [r["position"] for r in rows] == list(range(1, len(rows) + 1))
     timed = [r["time_ns"] for r in rows if r["time_ns"] is not None]
     assert timed == sorted(timed, reverse=True)
     assert all(r["time_ns"] is None for r in rows[len(timed):])  # untimed findings last

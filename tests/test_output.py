@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
 import re
 
@@ -14,7 +15,7 @@ import pytest
 import traceduck
 from traceduck import units
 from traceduck.cli import main
-from traceduck.render import cell_width, fit_widths, shorten
+from traceduck.render import TableColumn, cell_width, fit_widths, render, table_layout, write_table
 from traceduck.catalog import get_report
 
 from conftest import write_trace
@@ -104,6 +105,18 @@ def test_counts_percentages_offsets_numbers():
     assert units.number(27969222.5) == "27,969,222.5" and units.number(float("nan")) == "nan"
 
 
+def test_one_number_format_per_column():
+    """Numbers that are neither durations, sizes nor percentages show every value of a column with the
+    decimals of its most precise one (at most 6): overview's `value` mixed `1,030.11` and `382.491`."""
+    out = io.StringIO()
+    render(["value", "calls"], [(1030.11, 3), (382.491, 1_326_080), (4868.0, 2), (None, None)],
+           "markdown", out)
+    assert out.getvalue().splitlines()[2:] == ["| 1,030.110 | 3 |", "| 382.491 | 1,326,080 |", "| 4,868.000 | 2 |",
+                                               "|  |  |"]
+    assert units.decimals(0.1 + 0.2) == 1 and units.decimals(2.0) == 0 and units.decimals(float("nan")) == 0
+    assert units.fixed(float("inf"), 3) == "inf" and units.fixed(-1234.5, 2) == "-1,234.50"
+
+
 @pytest.mark.parametrize("column,kind,header", [
     ("dur_ns", "duration", "dur"), ("total_ms", "duration", "total"), ("rel_ts_ns", "duration", "rel_ts"),
     ("span_ns", "duration", "span"), ("ts_ns", "timestamp", "ts"), ("gpu_ts_ns", "timestamp", "gpu_ts"),
@@ -117,12 +130,61 @@ def test_column_kinds(column, kind, header):
     assert units.display_name(column, kind) == header
 
 
-def test_shorten_keeps_start_and_end():
-    assert shorten("abcdefghij", 10) == "abcdefghij"
-    assert shorten("abcdefghij", 7) == "abc…hij"
-    assert shorten("abcdefghij", 6) == "abc…ij"
-    assert shorten("日本語のカーネル名", 7) == "日…ル名"  # wide characters count two columns
-    assert cell_width(shorten("日本語のカーネル名", 7)) <= 7
+def test_long_text_wraps_whole_in_its_cell():
+    """Text wider than its column wraps inside the cell (at spaces, folded within a longer word; wide
+    characters count two columns), never shortened; numbers stay whole on the row's first line."""
+    name = "日本語のカーネル名 " + KERNEL
+    out = io.StringIO()
+    write_table([TableColumn("name", [name, "short"], right=False, wraps=True, role="key"),
+                 TableColumn("calls", ["1,326,080", "2"], right=True, wraps=False, role="result")], out, 40)
+    lines = out.getvalue().splitlines()
+    assert max(cell_width(line) for line in lines) <= 40 and "…" not in out.getvalue()
+    body = [[c.strip() for c in line.strip("│").split("│")] for line in lines if line.startswith("│")]
+    assert body[0][1] == "1,326,080" and all(not r[1] for r in body[1:-1]) and body[-1] == ["short", "2"]
+    assert "".join(r[0] for r in body[:-1]).replace(" ", "") == name.replace(" ", "")
+
+
+def test_the_table_is_what_rich_draws():
+    """write_table lays the rows into the box rich draws for the header: the text is rich's own
+    table with a row per row (Text cells, overflow fold), wrapped cells and wide characters included."""
+    from rich import box
+    from rich.console import Console
+    from rich.table import Column, Table
+    from rich.text import Text
+
+    columns = [TableColumn("call_site", ["tinydecoder.py(31): _read_cache", "日本語のカーネル名 gen.py(7): f", ""],
+                           right=False, wraps=True, role="key"),
+               TableColumn("input_dims", ["[[65536, 1, 576], [65536, 1, 576], []]", "[]", "[[1]]"],
+                           right=False, wraps=True, role="key"),
+               TableColumn("self_dur", ["591.8 ms", "3.987 ms", ""], right=True, wraps=False, role="result")]
+    for width in (200, 60, 40):
+        layout = table_layout(columns, width)
+        ours = io.StringIO()
+        write_table(columns, ours, width)
+        theirs = io.StringIO()
+        table = Table(*(Column(header=Text(columns[i].header, justify="right" if columns[i].right else "left"),
+                               width=w, justify="right" if columns[i].right else "left", overflow="fold")
+                        for i, w in layout), box=box.HEAVY_HEAD, header_style="")
+        for r in range(3):
+            table.add_row(*(Text(columns[i].cells[r]) for i, _ in layout))
+        Console(file=theirs, width=200, color_system=None, highlight=False, markup=False).print(table)
+        assert ours.getvalue() == theirs.getvalue(), width
+        assert "…" not in ours.getvalue()
+
+
+def test_layout_leaves_out_detail_first_and_keeps_keys_and_results():
+    def col(header, width, role, wraps=True):
+        return TableColumn(header, ["x" * width], right=not wraps, wraps=wraps, role=role)
+
+    columns = [col("key", 60, "key"), col("detail", 30, "detail"), col("result", 12, "result", wraps=False),
+               col("more", 20, "detail"), col("plain", 10, None)]
+    assert table_layout(columns, None) == [(0, 60), (1, 30), (2, 12), (3, 20), (4, 10)]
+    assert table_layout(columns, 200) == [(0, 60), (1, 30), (2, 12), (3, 20), (4, 10)]  # all fit on one line
+    assert table_layout(columns, 130) == [(0, 60), (1, 30), (2, 12), (4, 10)]  # the rightmost detail first
+    assert table_layout(columns, 120) == [(0, 60), (2, 12), (4, 10)]  # details until the rest fits
+    assert table_layout(columns, 80) == [(0, 48), (2, 12), (4, 10)]  # then the key's text wraps
+    assert table_layout(columns, 40) == [(0, 21), (2, 12)]  # a column without a role before text below 16
+    assert table_layout(columns, 20) == [(0, 6), (2, 12)]  # key and result stay, wider than the terminal
 
 
 def test_fit_widths_gives_way_widest_first():
@@ -227,8 +289,10 @@ def test_fits_columns_without_breaking_numbers(stores, capsys, monkeypatch):
         assert max(cell_width(line) for line in out.splitlines()) <= 100
     rows = _table_rows(out)
     top = rows[0]
-    assert top[1:] == ["2.010 s", "123,456,789,012"]  # numbers whole
-    assert top[0].startswith("void at::native::") and top[0].endswith(", 1>)") and "…" in top[0]
+    assert top[1:] == ["2.010 s", "123,456,789,012"]  # numbers whole, on the row's first line
+    # the kernel's name wraps over the lines after it, whole
+    name = [rows[0][0]] + [r[0] for r in itertools.takewhile(lambda r: not r[1], rows[1:])]
+    assert "".join(name).replace(" ", "") == KERNEL.replace(" ", "") and "…" not in out
     _, wide, _ = cli(capsys, monkeypatch, *args, "--store", stores["units"], "--wide", columns=100)
     assert KERNEL in wide
 
@@ -238,8 +302,10 @@ def test_columns_that_cannot_fit_are_named(stores, capsys, monkeypatch):
     assert code == 0
     assert max(cell_width(line) for line in out.splitlines() if line[0] in "┏┃┡│└") <= 60
     note = " ".join(out.split("┘\n")[1].splitlines())
-    hidden = note.split("not shown: ")[1].split(" (--wide")[0].split(", ")
+    hidden = note.split("left out: ")[1].split(" (--wide shows them)")[0].split(", ")
     assert hidden[-1] == "extra" and "dur" in hidden  # from the right, under their displayed names
+    header = " ".join(line for line in out.splitlines() if line.startswith("┃"))
+    assert "event_id" in header and "extra" not in header  # a query's columns have no role: from the right
 
 
 # ---- row caps and streaming --------------------------------------------------------------------------

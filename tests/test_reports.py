@@ -12,7 +12,7 @@ from decimal import Decimal
 import pytest
 
 import traceduck
-from traceduck.catalog import all_reports
+from traceduck.catalog import ROLES, all_reports, diff_spec, parse_report
 
 from conftest import SAMPLES, load_json, run_report, shared_dir, shared_trace_files, trace_events, union_length
 
@@ -57,6 +57,30 @@ def test_header_is_complete(name):
     assert all(len(p.doc) > 5 for p in r.params)
     assert all(len(c.doc) > 3 for c in r.columns)
     assert [c.name for c in r.columns][:2] == ["run_id", "run_name"]
+    # every column says what a narrow terminal may do with it; the rows are told apart by a key, and
+    # `rank` is only ever a distributed rank (a position in a list is `position`)
+    assert {c.name: c.role for c in r.columns if c.role not in ROLES} == {}
+    assert [c.name for c in r.columns if c.role == "key"][2:] and any(c.role == "result" for c in r.columns)
+    assert all("rank of" in c.doc or "straggler" in c.doc for c in r.columns if c.name == "rank")
+
+
+def test_diff_columns_have_roles():
+    roles = {c.name: c.role for c in diff_spec().columns}
+    assert set(roles.values()) <= set(ROLES) and roles["key"] == "key"
+    assert [c for c, role in roles.items() if role == "result"] == ["a_dur_ns", "b_dur_ns", "delta_ns", "ratio", "status"]
+
+
+def test_a_column_role_is_parsed_from_the_header(tmp_path):
+    path = tmp_path / "r.sql"
+    path.write_text("-- title: A report\n-- description: One line on what it answers.\n"
+                    "-- column: call_site VARCHAR [key] -- where -- it is\n-- column: dims BIGINT[][] [detail] -- dims\n"
+                    "-- column: calls BIGINT -- number of calls, [no role]\nSELECT 1\n")
+    assert [(c.name, c.type, c.role, c.doc) for c in parse_report(path).columns] == [
+        ("call_site", "VARCHAR", "key", "where -- it is"), ("dims", "BIGINT[][]", "detail", "dims"),
+        ("calls", "BIGINT", None, "number of calls, [no role]")]
+    path.write_text("-- title: A report\n-- column: calls BIGINT [main] -- number of calls\nSELECT 1\n")
+    with pytest.raises(ValueError, match=r"r.sql: column calls: role \[main\] is not one of key, result, detail"):
+        parse_report(path)
 
 
 @pytest.mark.parametrize("name", REPORTS)

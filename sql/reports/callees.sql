@@ -5,18 +5,18 @@
 -- param: frame VARCHAR = '' -- the frame: 'file(line): function' as reports show it, 'file:line', or a function name
 -- param: metric VARCHAR = cpu {cpu|gpu} -- cpu: self time of the ops; gpu: time of the kernels they launched
 -- param: exact_dims BOOLEAN = false -- group by each call's exact dims instead of showing dims that grow with the sequence as ranges
--- column: run_id VARCHAR -- the run
--- column: run_name VARCHAR -- name of the run
--- column: name VARCHAR -- op name
--- column: dims VARCHAR -- input dims of the calls, dims that vary across steps as lo..hi unless exact_dims
--- column: dtypes VARCHAR -- a copy's 'source -> destination' dtype, else the dtypes of its tensor inputs
--- column: call_site VARCHAR -- innermost user frame of the calls' Python stack
--- column: calls BIGINT -- number of calls
--- column: time_ns BIGINT -- their time: self time (metric cpu) or time of the kernels they launched (metric gpu), ns
--- column: time_pct DOUBLE -- share of the time of every op under the frame, percent
--- column: input_bytes BIGINT -- bytes of their tensor inputs
--- column: calls_per_step DOUBLE -- calls inside profiler steps divided by the run's profiled steps (NULL without steps)
--- column: time_per_step_ns BIGINT -- time inside profiler steps divided by the run's profiled steps, ns (NULL without steps)
+-- column: run_id VARCHAR [key] -- the run
+-- column: run_name VARCHAR [key] -- name of the run
+-- column: name VARCHAR [key] -- op name
+-- column: dims VARCHAR [key] -- input dims of the calls, dims that vary across steps as lo..hi unless exact_dims
+-- column: dtypes VARCHAR [key] -- a copy's 'source -> destination' dtype, else the dtypes of its tensor inputs
+-- column: call_site VARCHAR [key] -- innermost user frame of the calls' Python stack
+-- column: calls BIGINT [result] -- number of calls
+-- column: time_ns BIGINT [result] -- their time: self time (metric cpu) or time of the kernels they launched (metric gpu), ns
+-- column: time_pct DOUBLE [result] -- share of the time of every op under the frame, percent
+-- column: input_bytes BIGINT [detail] -- bytes of their tensor inputs
+-- column: calls_per_step DOUBLE [detail] -- calls inside profiler steps divided by the run's profiled steps (NULL without steps)
+-- column: time_per_step_ns BIGINT [result] -- time inside profiler steps divided by the run's profiled steps, ns (NULL without steps)
 WITH under AS (
   -- the stacks with the frame
   SELECT DISTINCT run_id, stack_id FROM stacks

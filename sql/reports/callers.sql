@@ -6,16 +6,16 @@
 -- param: call_site VARCHAR = '' -- call site as reports show it, e.g. 'attn/indexer.py(16): score' ('' for any)
 -- param: dims VARCHAR = '' -- input dims as reports show them, ranges included, e.g. '[[8, 1005..1007, 64], []]' ('' for any)
 -- param: metric VARCHAR = cpu {cpu|gpu} -- cpu: self time of the ops; gpu: time of the kernels they launched
--- column: run_id VARCHAR -- the run
--- column: run_name VARCHAR -- name of the run
--- column: frame VARCHAR -- a Python frame above the matching ops, `file(line): function` (built-in and nn.Module frames as written)
--- column: level BIGINT -- how far above the ops the frame sits (0: their innermost frame), the least over their stacks
--- column: calls BIGINT -- matching calls with the frame on their stack
--- column: time_ns BIGINT -- their time: self time (metric cpu) or time of the kernels they launched (metric gpu), ns
--- column: time_pct DOUBLE -- share of all matching calls' time, percent
--- column: input_bytes BIGINT -- bytes of their tensor inputs
--- column: calls_per_step DOUBLE -- calls inside profiler steps divided by the run's profiled steps (NULL without steps)
--- column: time_per_step_ns BIGINT -- time inside profiler steps divided by the run's profiled steps, ns (NULL without steps)
+-- column: run_id VARCHAR [key] -- the run
+-- column: run_name VARCHAR [key] -- name of the run
+-- column: frame VARCHAR [key] -- a Python frame above the matching ops, `file(line): function` (built-in and nn.Module frames as written)
+-- column: level BIGINT [detail] -- how far above the ops the frame sits (0: their innermost frame), the least over their stacks
+-- column: calls BIGINT [result] -- matching calls with the frame on their stack
+-- column: time_ns BIGINT [result] -- their time: self time (metric cpu) or time of the kernels they launched (metric gpu), ns
+-- column: time_pct DOUBLE [result] -- share of all matching calls' time, percent
+-- column: input_bytes BIGINT [detail] -- bytes of their tensor inputs
+-- column: calls_per_step DOUBLE [detail] -- calls inside profiler steps divided by the run's profiled steps (NULL without steps)
+-- column: time_per_step_ns BIGINT [result] -- time inside profiler steps divided by the run's profiled steps, ns (NULL without steps)
 WITH calls AS (
   SELECT c.run_id, c.event_id, c.stack_id, c.step, c.input_bytes,
          CASE WHEN $metric = 'cpu' THEN c.self_dur_ns ELSE g.gpu_ns END AS ns

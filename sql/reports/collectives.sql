@@ -1,26 +1,26 @@
 -- title: Collectives (NCCL, RCCL, gloo)
 -- description: Collective communication per run (rank) and message size: calls, bytes, time and bandwidth, from the `collectives` view: every kernel the communication rule counts (the same kernels as gpu-utilization's communication time), named by its `Collective name` arg where PyTorch wrote one, else by its kernel name (source 'kernel_name', message size unknown), and the CPU-side record_param_comms ops. The rule (macro kernel_collective) counts NCCL/RCCL kernels and kernels named after a collective; HTA counts only names containing `ncclKernel` (not ncclDevKernel_* of NCCL 2.19 on, nor symmetric-memory kernels), TraceLens names containing `nccl`. Bandwidth follows nccl-tests: the message is the output buffer for allgather and the input buffer otherwise (TraceLens's 'Full msg size'), algorithm bandwidth is message bytes over kernel time, bus bandwidth scales it by NCCL's factor for the collective and the number of ranks (macro busbw_factor). A collective kernel's time includes waiting for the other ranks to arrive, so the slowest rank of a collective is usually the one that arrived first; the rank the others waited for is in the ranks report.
 -- empty: no communication kernel (NCCL, RCCL, gloo) in the selected runs
--- column: run_id VARCHAR -- the run
--- column: run_name VARCHAR -- name of the run
--- column: rank BIGINT -- rank of the run in its job
--- column: side VARCHAR -- 'gpu' for collective kernels, 'cpu' for the CPU-side record_param_comms ops
--- column: collective VARCHAR -- collective family: allreduce, allgather, reducescatter, alltoall, broadcast, reduce, sendrecv, ...; 'unknown' for a kernel whose name names none (ncclDevKernel_Generic)
--- column: collective_arg VARCHAR -- the `Collective name` arg as written (e.g. `_allgather_base`); NULL when derived from the kernel name
--- column: source VARCHAR -- where collective and dtype come from: 'args' or 'kernel_name'
--- column: dtype VARCHAR -- element type, torch name (float32, bfloat16, ...); NULL when unknown (kernels that only move bytes)
--- column: msg_bytes BIGINT -- message size of each call, bytes (collectives.msg_bytes): output bytes for allgather, input bytes otherwise (nccl-tests' size); NULL when unknown
--- column: group_size BIGINT -- ranks taking part, the n of busbw_factor (collectives.n_ranks): the `Group size` arg PyTorch writes, else the run's world size (distributedInfo); NULL when unknown
--- column: calls BIGINT -- number of collective events
--- column: avg_in_nelems BIGINT -- average input message size, elements; NULL when unknown
--- column: max_in_nelems BIGINT -- largest input message, elements; NULL when unknown
--- column: total_bytes BIGINT -- input bytes over all calls (elements x element size); NULL when unknown
--- column: total_dur_ns BIGINT -- total time of the events (plain sum), ns
--- column: avg_dur_ns BIGINT -- average time per call, ns
--- column: algbw_gb_s DOUBLE -- algorithm bandwidth: msg_bytes x calls over total_dur_ns, GB/s (1e9 bytes per second); GPU rows only, NULL when the size is unknown
--- column: busbw_gb_s DOUBLE -- bus bandwidth: algbw_gb_s x busbw_factor(collective, group_size) (allreduce 2(n-1)/n; allgather, reducescatter, alltoall (n-1)/n; broadcast, reduce, sendrecv 1), GB/s; NULL when group size, message size or factor is unknown
--- column: slowest_rank BIGINT -- GPU rows: of the selected runs of this run's job (view run_jobs) that have the same collective, arg, dtype and message size, the rank with the longest average time per call (lowest bandwidth; lowest rank on a tie); NULL when the job has no other such run
--- column: run_comm_busy_ns BIGINT -- the run's GPU communication time: all its collective kernels by interval union per device, summed over devices (= gpu-utilization's communication_ns summed over the run's devices), ns; the same on every row of the run
+-- column: run_id VARCHAR [key] -- the run
+-- column: run_name VARCHAR [key] -- name of the run
+-- column: rank BIGINT [key] -- rank of the run in its job
+-- column: side VARCHAR [key] -- 'gpu' for collective kernels, 'cpu' for the CPU-side record_param_comms ops
+-- column: collective VARCHAR [key] -- collective family: allreduce, allgather, reducescatter, alltoall, broadcast, reduce, sendrecv, ...; 'unknown' for a kernel whose name names none (ncclDevKernel_Generic)
+-- column: collective_arg VARCHAR [key] -- the `Collective name` arg as written (e.g. `_allgather_base`); NULL when derived from the kernel name
+-- column: source VARCHAR [detail] -- where collective and dtype come from: 'args' or 'kernel_name'
+-- column: dtype VARCHAR [key] -- element type, torch name (float32, bfloat16, ...); NULL when unknown (kernels that only move bytes)
+-- column: msg_bytes BIGINT [key] -- message size of each call, bytes (collectives.msg_bytes): output bytes for allgather, input bytes otherwise (nccl-tests' size); NULL when unknown
+-- column: group_size BIGINT [detail] -- ranks taking part, the n of busbw_factor (collectives.n_ranks): the `Group size` arg PyTorch writes, else the run's world size (distributedInfo); NULL when unknown
+-- column: calls BIGINT [result] -- number of collective events
+-- column: avg_in_nelems BIGINT [detail] -- average input message size, elements; NULL when unknown
+-- column: max_in_nelems BIGINT [detail] -- largest input message, elements; NULL when unknown
+-- column: total_bytes BIGINT [detail] -- input bytes over all calls (elements x element size); NULL when unknown
+-- column: total_dur_ns BIGINT [result] -- total time of the events (plain sum), ns
+-- column: avg_dur_ns BIGINT [detail] -- average time per call, ns
+-- column: algbw_gb_s DOUBLE [detail] -- algorithm bandwidth: msg_bytes x calls over total_dur_ns, GB/s (1e9 bytes per second); GPU rows only, NULL when the size is unknown
+-- column: busbw_gb_s DOUBLE [result] -- bus bandwidth: algbw_gb_s x busbw_factor(collective, group_size) (allreduce 2(n-1)/n; allgather, reducescatter, alltoall (n-1)/n; broadcast, reduce, sendrecv 1), GB/s; NULL when group size, message size or factor is unknown
+-- column: slowest_rank BIGINT [detail] -- GPU rows: of the selected runs of this run's job (view run_jobs) that have the same collective, arg, dtype and message size, the rank with the longest average time per call (lowest bandwidth; lowest rank on a tie); NULL when the job has no other such run
+-- column: run_comm_busy_ns BIGINT [detail] -- the run's GPU communication time: all its collective kernels by interval union per device, summed over devices (= gpu-utilization's communication_ns summed over the run's devices), ns; the same on every row of the run
 WITH busy AS (
   -- the union of the run's communication kernels per device (gpu_time's sweep, from the packs
   -- where they hold it), summed over its devices

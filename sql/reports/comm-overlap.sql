@@ -3,21 +3,21 @@
 -- per-run: true
 -- empty: the selected runs have no GPU kernels
 -- param: linked_only BOOLEAN = false -- count only GPU work whose launching runtime call is in the trace (linked by correlation)
--- column: run_id VARCHAR -- the run
--- column: run_name VARCHAR -- name of the run
--- column: rank BIGINT -- rank of the run in its job (NULL when unknown)
--- column: step BIGINT -- profiler step; NULL on the row for the whole run
--- column: devices BIGINT -- GPUs with work in the row
--- column: compute_ns BIGINT -- time compute kernels ran (union), ns
--- column: comm_ns BIGINT -- time communication kernels ran (union), ns
--- column: overlap_ns BIGINT -- time communication and compute kernels both ran, ns
--- column: overlap_pct DOUBLE -- overlap_ns over comm_ns, percent (HTA's comp_comm_overlap_pctg); NULL without communication
--- column: exposed_comm_ns BIGINT -- communication with no compute kernel running (comm_ns minus overlap_ns), ns
--- column: memcpy_ns BIGINT -- time memory copies ran (union), ns
--- column: memcpy_overlap_ns BIGINT -- time memory copies ran while compute kernels ran, ns
--- column: memcpy_overlap_pct DOUBLE -- memcpy_overlap_ns over memcpy_ns, percent; NULL without copies
--- column: exposed_memcpy_ns BIGINT -- memory copies with neither compute nor communication running, ns
--- column: busy_ns BIGINT -- time the GPU ran anything (kernel, memcpy or memset), ns
+-- column: run_id VARCHAR [key] -- the run
+-- column: run_name VARCHAR [key] -- name of the run
+-- column: rank BIGINT [key] -- rank of the run in its job (NULL when unknown)
+-- column: step BIGINT [key] -- profiler step; NULL on the row for the whole run
+-- column: devices BIGINT [detail] -- GPUs with work in the row
+-- column: compute_ns BIGINT [result] -- time compute kernels ran (union), ns
+-- column: comm_ns BIGINT [result] -- time communication kernels ran (union), ns
+-- column: overlap_ns BIGINT [detail] -- time communication and compute kernels both ran, ns
+-- column: overlap_pct DOUBLE [result] -- overlap_ns over comm_ns, percent (HTA's comp_comm_overlap_pctg); NULL without communication
+-- column: exposed_comm_ns BIGINT [result] -- communication with no compute kernel running (comm_ns minus overlap_ns), ns
+-- column: memcpy_ns BIGINT [detail] -- time memory copies ran (union), ns
+-- column: memcpy_overlap_ns BIGINT [detail] -- time memory copies ran while compute kernels ran, ns
+-- column: memcpy_overlap_pct DOUBLE [detail] -- memcpy_overlap_ns over memcpy_ns, percent; NULL without copies
+-- column: exposed_memcpy_ns BIGINT [detail] -- memory copies with neither compute nor communication running, ns
+-- column: busy_ns BIGINT [detail] -- time the GPU ran anything (kernel, memcpy or memset), ns
 WITH sel AS (SELECT run_id FROM report_runs),
 t AS (
   SELECT * FROM gpu_time(by_step := false, linked_only := $linked_only) WHERE run_id IN (SELECT run_id FROM sel)

@@ -2,21 +2,21 @@
 -- description: Outermost copies and casts (a `.to()` or `.contiguous()` that returns its input moves nothing and is left out) grouped by call site, op, source dims and dtypes, biggest total bytes moved first: finds a whole buffer cast on every step.
 -- per-run: true
 -- empty: no tensor copies or casts that move data in the selected runs
--- column: run_id VARCHAR -- run of the copies
--- column: run_name VARCHAR -- name of the run
--- column: call_site VARCHAR -- innermost user frame of the copy's Python stack
--- column: op_name VARCHAR -- copy/cast op (outermost of a nested to -> _to_copy -> copy_ chain)
--- column: dims BIGINT[] -- dims of the source tensor
--- column: src_dtype VARCHAR -- source dtype (torch name, e.g. float8_e4m3fn)
--- column: dst_dtype VARCHAR -- destination dtype (torch name)
--- column: calls BIGINT -- number of calls
--- column: calls_per_step DOUBLE -- calls inside ProfilerStep windows divided by the run's number of steps (NULL without steps)
--- column: bytes_per_call BIGINT -- bytes moved per call (read + written; the largest call of the group)
--- column: total_bytes BIGINT -- bytes moved by all calls
--- column: total_dur_ns BIGINT -- total CPU time of the calls, ns
--- column: total_gpu_dur_ns BIGINT -- total GPU time of the work the calls launched, ns (NULL when none is linked)
--- column: time_basis VARCHAR -- 'gpu' when every call has GPU work linked and gb_per_s divides by total_gpu_dur_ns, else 'cpu' (divides by total_dur_ns)
--- column: gb_per_s DOUBLE -- total_bytes / the time of time_basis, GB/s
+-- column: run_id VARCHAR [key] -- run of the copies
+-- column: run_name VARCHAR [key] -- name of the run
+-- column: call_site VARCHAR [key] -- innermost user frame of the copy's Python stack
+-- column: op_name VARCHAR [key] -- copy/cast op (outermost of a nested to -> _to_copy -> copy_ chain)
+-- column: dims BIGINT[] [key] -- dims of the source tensor
+-- column: src_dtype VARCHAR [key] -- source dtype (torch name, e.g. float8_e4m3fn)
+-- column: dst_dtype VARCHAR [key] -- destination dtype (torch name)
+-- column: calls BIGINT [result] -- number of calls
+-- column: calls_per_step DOUBLE [detail] -- calls inside ProfilerStep windows divided by the run's number of steps (NULL without steps)
+-- column: bytes_per_call BIGINT [detail] -- bytes moved per call (read + written; the largest call of the group)
+-- column: total_bytes BIGINT [result] -- bytes moved by all calls
+-- column: total_dur_ns BIGINT [result] -- total CPU time of the calls, ns
+-- column: total_gpu_dur_ns BIGINT [result] -- total GPU time of the work the calls launched, ns (NULL when none is linked)
+-- column: time_basis VARCHAR [detail] -- 'gpu' when every call has GPU work linked and gb_per_s divides by total_gpu_dur_ns, else 'cpu' (divides by total_dur_ns)
+-- column: gb_per_s DOUBLE [detail] -- total_bytes / the time of time_basis, GB/s
 WITH runs_steps AS (
   SELECT run_id, count(*) AS n_steps FROM steps WHERE run_id IN (SELECT run_id FROM report_runs) GROUP BY run_id
 ), c AS (

@@ -2,22 +2,22 @@
 -- description: Per run and ProfilerStep: the chain of dependent events that set the step's end-to-end time (CPU -> launch -> kernel -> next kernel on the stream or on a stream waiting for it, kernel -> synchronizing call -> CPU), found by a backward walk from the step's last-finishing event, as in HTA's critical-path analysis, and what it is made of. The breakdown columns add up to dur_ns. A run without profiler steps gives one row (step NULL) for the whole run. The view critical_path lists each step's path element by element; sql/views/critical_path.sql says which edges are inferred.
 -- per-run: true
 -- empty: the selected runs have no CPU ops, runtime calls or GPU work
--- column: run_id VARCHAR -- the run
--- column: run_name VARCHAR -- name of the run
--- column: step BIGINT -- N of ProfilerStep#N; NULL for a run without steps
--- column: ts_ns BIGINT -- start of the step (its CPU window), ns
--- column: dur_ns BIGINT -- end-to-end time of the step (to the later of its CPU window's end and the end of the last GPU work it launched) = length of the critical path, ns
--- column: cpu_ns BIGINT -- CPU-bound time on the path: a CPU thread running ops, Python or idle up to a launch, ns
--- column: gpu_compute_ns BIGINT -- compute kernels on the path, ns
--- column: communication_ns BIGINT -- communication kernels (NCCL, RCCL, ...) on the path, ns
--- column: gpu_copy_ns BIGINT -- GPU memory copies and sets on the path, ns
--- column: launch_ns BIGINT -- launch latency on the path: from a launch call's start to its work's start, ns
--- column: kernel_gap_ns BIGINT -- kernel-to-kernel overhead on the path: a stream idle while its next work was already launched, or waiting for work on another stream (cudaStreamWaitEvent), ns
--- column: sync_ns BIGINT -- synchronizing calls on the path, from the end of the work they waited for to their return (the whole call when the work was already done), ns
--- column: unattributed_ns BIGINT -- time before GPU work with neither a launch in the trace nor earlier work on its stream, ns
--- column: bound VARCHAR -- the largest part: cpu, gpu_compute, communication, gpu_copy, launch, kernel_gap, sync or unattributed
--- column: elements BIGINT -- elements on the path (rows of the critical_path view)
--- column: kernels_on_path BIGINT -- GPU kernels, copies and sets on the path (those the path's gpu chains cover)
+-- column: run_id VARCHAR [key] -- the run
+-- column: run_name VARCHAR [key] -- name of the run
+-- column: step BIGINT [key] -- N of ProfilerStep#N; NULL for a run without steps
+-- column: ts_ns BIGINT [detail] -- start of the step (its CPU window), ns
+-- column: dur_ns BIGINT [result] -- end-to-end time of the step (to the later of its CPU window's end and the end of the last GPU work it launched) = length of the critical path, ns
+-- column: cpu_ns BIGINT [result] -- CPU-bound time on the path: a CPU thread running ops, Python or idle up to a launch, ns
+-- column: gpu_compute_ns BIGINT [result] -- compute kernels on the path, ns
+-- column: communication_ns BIGINT [result] -- communication kernels (NCCL, RCCL, ...) on the path, ns
+-- column: gpu_copy_ns BIGINT [detail] -- GPU memory copies and sets on the path, ns
+-- column: launch_ns BIGINT [detail] -- launch latency on the path: from a launch call's start to its work's start, ns
+-- column: kernel_gap_ns BIGINT [detail] -- kernel-to-kernel overhead on the path: a stream idle while its next work was already launched, or waiting for work on another stream (cudaStreamWaitEvent), ns
+-- column: sync_ns BIGINT [detail] -- synchronizing calls on the path, from the end of the work they waited for to their return (the whole call when the work was already done), ns
+-- column: unattributed_ns BIGINT [detail] -- time before GPU work with neither a launch in the trace nor earlier work on its stream, ns
+-- column: bound VARCHAR [result] -- the largest part: cpu, gpu_compute, communication, gpu_copy, launch, kernel_gap, sync or unattributed
+-- column: elements BIGINT [detail] -- elements on the path (rows of the critical_path view)
+-- column: kernels_on_path BIGINT [detail] -- GPU kernels, copies and sets on the path (those the path's gpu chains cover)
 WITH p AS (
   SELECT * FROM critical_path_of((SELECT list(run_id) FROM report_runs))
 ), s AS (

@@ -3,24 +3,24 @@
 -- per-run: true
 -- empty: no CUDA or HIP graph launch (cudaGraphLaunch, hipGraphLaunch) in the selected runs
 -- param: capture RUN = -- run that traced the capture of the graphs (run id, unique prefix or name): attributes each replayed kernel to the op that launched it during capture
--- column: run_id VARCHAR -- the run
--- column: run_name VARCHAR -- name of the run
--- column: replay_graph BIGINT -- the graph launched, numbered per run from 1 in order of first launch (graph_launch_work); NULL for launches whose work is not in the trace
--- column: graph_id BIGINT -- the `graph id` arg of its kernels (CUDA 12 traces), else NULL
--- column: launch_op_name VARCHAR -- CPU op around the graph launch calls
--- column: call_site VARCHAR -- innermost user frame of the graph launches' Python stack
--- column: launches BIGINT -- graph launch calls of this graph from this op and call site
--- column: first_ts_ns BIGINT -- start of the first of those calls, ns (absolute, as in events.ts_ns)
--- column: kernels_per_launch BIGINT -- kernels, copies and sets each launch ran
--- column: streams_per_launch BIGINT -- streams they ran on; above 1 the order of a launch's kernels across streams is by start, which can differ from the order of capture: check the ops
--- column: match VARCHAR -- how the graph was matched to a captured one: kernel_count, kernel_kinds, same_ops, ambiguous, no_match, no_capture (see graph_kernel_ops); no_work for launches whose work is not in the trace
--- column: graph_index BIGINT -- the captured graph (1 = the first captured in the capture run) when exactly one fits, else NULL
--- column: op_name VARCHAR -- op that issued these kernels during capture (innermost op around the launch call); NULL unless match is kernel_count, kernel_kinds or same_ops
--- column: top_op_name VARCHAR -- outermost op around that launch call during capture; NULL like op_name
--- column: kernels BIGINT -- kernels, copies and sets of this op over all the launches
--- column: gpu_dur_ns BIGINT -- their total time, ns
--- column: graph_pct DOUBLE -- share of the time of this graph's launches (this op and call site), percent
--- column: gpu_pct DOUBLE -- share of the run's time of kernels, copies and sets, percent
+-- column: run_id VARCHAR [key] -- the run
+-- column: run_name VARCHAR [key] -- name of the run
+-- column: replay_graph BIGINT [key] -- the graph launched, numbered per run from 1 in order of first launch (graph_launch_work); NULL for launches whose work is not in the trace
+-- column: graph_id BIGINT [detail] -- the `graph id` arg of its kernels (CUDA 12 traces), else NULL
+-- column: launch_op_name VARCHAR [key] -- CPU op around the graph launch calls
+-- column: call_site VARCHAR [key] -- innermost user frame of the graph launches' Python stack
+-- column: launches BIGINT [result] -- graph launch calls of this graph from this op and call site
+-- column: first_ts_ns BIGINT [detail] -- start of the first of those calls, ns (absolute, as in events.ts_ns)
+-- column: kernels_per_launch BIGINT [detail] -- kernels, copies and sets each launch ran
+-- column: streams_per_launch BIGINT [detail] -- streams they ran on; above 1 the order of a launch's kernels across streams is by start, which can differ from the order of capture: check the ops
+-- column: match VARCHAR [detail] -- how the graph was matched to a captured one: kernel_count, kernel_kinds, same_ops, ambiguous, no_match, no_capture (see graph_kernel_ops); no_work for launches whose work is not in the trace
+-- column: graph_index BIGINT [detail] -- the captured graph (1 = the first captured in the capture run) when exactly one fits, else NULL
+-- column: op_name VARCHAR [key] -- op that issued these kernels during capture (innermost op around the launch call); NULL unless match is kernel_count, kernel_kinds or same_ops
+-- column: top_op_name VARCHAR [key] -- outermost op around that launch call during capture; NULL like op_name
+-- column: kernels BIGINT [detail] -- kernels, copies and sets of this op over all the launches
+-- column: gpu_dur_ns BIGINT [result] -- their total time, ns
+-- column: graph_pct DOUBLE [result] -- share of the time of this graph's launches (this op and call site), percent
+-- column: gpu_pct DOUBLE [result] -- share of the run's time of kernels, copies and sets, percent
 WITH work AS MATERIALIZED (
   SELECT * FROM graph_kernel_ops($capture::VARCHAR) WHERE run_id IN (SELECT run_id FROM report_runs)
 ), totals AS (

@@ -3,20 +3,20 @@
 -- per-run: true
 -- empty: no kernels, memcpys or memsets in the selected runs
 -- param: kernel_wait_threshold_ns BIGINT = 30 -- gaps shorter than this (and not host waits) are kernel_wait, ns
--- column: run_id VARCHAR -- the run
--- column: run_name VARCHAR -- name of the run
--- column: device BIGINT -- GPU index
--- column: stream BIGINT -- stream
--- column: work_items BIGINT -- kernels, memcpys and memsets on the stream
--- column: window_ns BIGINT -- first start to last end of the stream's work, ns
--- column: busy_ns BIGINT -- time the stream ran work (union), ns
--- column: idle_ns BIGINT -- window_ns minus busy_ns: the sum of the gaps, ns
--- column: host_wait_ns BIGINT -- gaps that end with work launched after the stream's previous work ended: the GPU waited for the CPU, ns
--- column: kernel_wait_ns BIGINT -- other gaps shorter than kernel_wait_threshold_ns: back-to-back launch overhead, ns
--- column: other_ns BIGINT -- the remaining gaps, ns
--- column: host_wait_pct DOUBLE -- host_wait_ns over idle_ns, percent
--- column: max_queue_length BIGINT -- most work launched but not yet started on the stream at one time
--- column: mean_queue_length DOUBLE -- launch queue length averaged over time, from the stream's first launch to its last start
+-- column: run_id VARCHAR [key] -- the run
+-- column: run_name VARCHAR [key] -- name of the run
+-- column: device BIGINT [key] -- GPU index
+-- column: stream BIGINT [key] -- stream
+-- column: work_items BIGINT [detail] -- kernels, memcpys and memsets on the stream
+-- column: window_ns BIGINT [detail] -- first start to last end of the stream's work, ns
+-- column: busy_ns BIGINT [detail] -- time the stream ran work (union), ns
+-- column: idle_ns BIGINT [result] -- window_ns minus busy_ns: the sum of the gaps, ns
+-- column: host_wait_ns BIGINT [result] -- gaps that end with work launched after the stream's previous work ended: the GPU waited for the CPU, ns
+-- column: kernel_wait_ns BIGINT [result] -- other gaps shorter than kernel_wait_threshold_ns: back-to-back launch overhead, ns
+-- column: other_ns BIGINT [result] -- the remaining gaps, ns
+-- column: host_wait_pct DOUBLE [result] -- host_wait_ns over idle_ns, percent
+-- column: max_queue_length BIGINT [detail] -- most work launched but not yet started on the stream at one time
+-- column: mean_queue_length DOUBLE [detail] -- launch queue length averaged over time, from the stream's first launch to its last start
 WITH w AS (
   SELECT run_id, device, stream, event_id, ts_ns, ts_ns + dur_ns AS end_ns,
          CASE WHEN launch_event_id IS NOT NULL THEN ts_ns - queue_delay_ns END AS launch_ts_ns

@@ -2,19 +2,19 @@
 -- description: Per CPU op: kernel launches, time spent in launch calls, queue delay measured two ways (kernel start minus launch call start, as traceduck's views do; kernel start minus launch call end, as HTA's launch delay), and kernels shorter than the call that launched them.
 -- per-run: true
 -- empty: no kernel launches linked to a CPU op in the selected runs
--- column: run_id VARCHAR -- the run
--- column: run_name VARCHAR -- name of the run
--- column: op_name VARCHAR -- CPU op that made the launch calls ('(no op)' for calls outside any op)
--- column: kernels BIGINT -- kernels launched
--- column: launch_dur_ns BIGINT -- total time of the launch calls, ns (a graph launch counted once)
--- column: avg_launch_ns BIGINT -- average launch call duration, ns
--- column: avg_queue_delay_ns BIGINT -- average kernel start minus launch call start, ns (includes the launch call itself)
--- column: max_queue_delay_ns BIGINT -- longest queue delay from the launch call's start, ns
--- column: avg_queue_delay_after_launch_ns BIGINT -- average kernel start minus launch call end, ns (HTA's launch delay: time queued after the call returned; negative when the kernel started before the call returned)
--- column: max_queue_delay_after_launch_ns BIGINT -- longest queue delay from the launch call's end, ns
--- column: short_kernels BIGINT -- kernels that ran shorter than their launch call
--- column: short_kernel_pct DOUBLE -- share of kernels shorter than their launch call, percent
--- column: kernel_dur_ns BIGINT -- total kernel time, ns
+-- column: run_id VARCHAR [key] -- the run
+-- column: run_name VARCHAR [key] -- name of the run
+-- column: op_name VARCHAR [key] -- CPU op that made the launch calls ('(no op)' for calls outside any op)
+-- column: kernels BIGINT [result] -- kernels launched
+-- column: launch_dur_ns BIGINT [result] -- total time of the launch calls, ns (a graph launch counted once)
+-- column: avg_launch_ns BIGINT [detail] -- average launch call duration, ns
+-- column: avg_queue_delay_ns BIGINT [result] -- average kernel start minus launch call start, ns (includes the launch call itself)
+-- column: max_queue_delay_ns BIGINT [detail] -- longest queue delay from the launch call's start, ns
+-- column: avg_queue_delay_after_launch_ns BIGINT [result] -- average kernel start minus launch call end, ns (HTA's launch delay: time queued after the call returned; negative when the kernel started before the call returned)
+-- column: max_queue_delay_after_launch_ns BIGINT [detail] -- longest queue delay from the launch call's end, ns
+-- column: short_kernels BIGINT [detail] -- kernels that ran shorter than their launch call
+-- column: short_kernel_pct DOUBLE [result] -- share of kernels shorter than their launch call, percent
+-- column: kernel_dur_ns BIGINT [detail] -- total kernel time, ns
 WITH k AS (
   SELECT k.run_id, coalesce(k.op_name, '(no op)') AS op_name, k.launch_event_id, k.dur_ns, k.queue_delay_ns,
          k.ts_ns - (l.ts_ns + l.dur_ns) AS queue_delay_after_launch_ns, l.dur_ns AS launch_dur

@@ -4,15 +4,15 @@
 -- empty: no CPU ops (or none matching --param op) in the selected runs
 -- param: op VARCHAR = '' -- only ops with this name ('' for all ops)
 -- param: exact_dims BOOLEAN = false -- group by each call's exact dims instead of showing dims that grow with the sequence as ranges (lo..hi)
--- column: run_id VARCHAR -- run of the ops
--- column: run_name VARCHAR -- name of the run
--- column: name VARCHAR -- op name
--- column: dims VARCHAR -- dims of every input, in input order ([] for scalars); dims that vary across steps as lo..hi (see op_shapes) unless exact_dims
--- column: call_site VARCHAR -- innermost user frame of the op's Python stack
--- column: calls BIGINT -- number of calls
--- column: self_dur_ns BIGINT -- total self time, ns
--- column: self_pct DOUBLE -- share of the run's total op self time, percent
--- column: total_dur_ns BIGINT -- total inclusive time, ns
+-- column: run_id VARCHAR [key] -- run of the ops
+-- column: run_name VARCHAR [key] -- name of the run
+-- column: name VARCHAR [key] -- op name
+-- column: dims VARCHAR [key] -- dims of every input, in input order ([] for scalars); dims that vary across steps as lo..hi (see op_shapes) unless exact_dims
+-- column: call_site VARCHAR [key] -- innermost user frame of the op's Python stack
+-- column: calls BIGINT [result] -- number of calls
+-- column: self_dur_ns BIGINT [result] -- total self time, ns
+-- column: self_pct DOUBLE [result] -- share of the run's total op self time, percent
+-- column: total_dur_ns BIGINT [detail] -- total inclusive time, ns
 WITH ops AS (
   SELECT o.*, CASE WHEN $exact_dims THEN d.input_dims::VARCHAR ELSE d.dims_text END AS dims
   FROM cpu_ops o LEFT JOIN op_shapes d USING (run_id, event_id)

@@ -1,15 +1,15 @@
 -- title: Overview: the first report to run
 -- description: Per run: step time, CPU and GPU totals, findings in plain words ranked by the time at stake (distributed ones too: exposed communication, the straggler of a job, the lowest collective bus bandwidth), top 5 ops by self time, top 5 kernels, the largest copy/cast group, and warnings about the data (ingest oddities, overlapping annotations, CUDA graphs).
--- column: run_id VARCHAR -- the run
--- column: run_name VARCHAR -- name of the run
--- column: section VARCHAR -- run, finding, top op, top kernel, top copy, or warning (in that order)
--- column: rank BIGINT -- position within the section; findings are ranked by time_ns, largest first (a finding without a time last)
--- column: item VARCHAR -- what the row is about (a measure, a finding, an op, a kernel, a call site, a warning)
--- column: value DOUBLE -- the measure, in `unit`
--- column: unit VARCHAR -- unit of value: ms, count, MB, %, ...
--- column: pct DOUBLE -- share of the run's CPU self time (ops), kernel time (kernels) or copy bytes (copies), percent; for findings, the share behind the finding
--- column: time_ns BIGINT -- the time the row is about, ns: the average step, a run total, an op's self time, a kernel's or copy group's time; for a finding, the time at stake over the run: the op's self time, the copy group's time, GPU idle in the device's window, communication not overlapped by compute, the time other ranks waited for the straggler, the lowest-bandwidth collective's time, or the launch calls' time beyond their short kernels (the GPU's wait on launches)
--- column: detail VARCHAR -- more about the row, in words. Findings: an op with 25% or more of CPU self time; a copy/cast group present in every step with 10% or more of CPU self time; GPU idle 20% or more of a device's own window; communication 10% or more of a device's busy time, with its exposed share; the straggler of a job when two or more of its ranks are selected (the rank that started last in the most collective time the others waited for); the collective (per message size) with the lowest bus bandwidth where sizes are known; launch-bound steps (10 kernels or more, more than half of them shorter than the call that launched them; a graph's kernels are never short; a run without steps counts as one step); ops that partially overlap other events
+-- column: run_id VARCHAR [key] -- the run
+-- column: run_name VARCHAR [key] -- name of the run
+-- column: section VARCHAR [key] -- run, finding, top op, top kernel, top copy, or warning (in that order)
+-- column: position BIGINT [key] -- position within the section; findings are ranked by time_ns, largest first (a finding without a time last)
+-- column: item VARCHAR [key] -- what the row is about (a measure, a finding, an op, a kernel, a call site, a warning)
+-- column: value DOUBLE [result] -- the measure, in `unit`
+-- column: unit VARCHAR [result] -- unit of value: ms, count, MB, %, ...
+-- column: pct DOUBLE [result] -- share of the run's CPU self time (ops), kernel time (kernels) or copy bytes (copies), percent; for findings, the share behind the finding
+-- column: time_ns BIGINT [result] -- the time the row is about, ns: the average step, a run total, an op's self time, a kernel's or copy group's time; for a finding, the time at stake over the run: the op's self time, the copy group's time, GPU idle in the device's window, communication not overlapped by compute, the time other ranks waited for the straggler, the lowest-bandwidth collective's time, or the launch calls' time beyond their short kernels (the GPU's wait on launches)
+-- column: detail VARCHAR [result] -- more about the row, in words. Findings: an op with 25% or more of CPU self time; a copy/cast group present in every step with 10% or more of CPU self time; GPU idle 20% or more of a device's own window; communication 10% or more of a device's busy time, with its exposed share; the straggler of a job when two or more of its ranks are selected (the rank that started last in the most collective time the others waited for); the collective (per message size) with the lowest bus bandwidth where sizes are known; launch-bound steps (10 kernels or more, more than half of them shorter than the call that launched them; a graph's kernels are never short; a run without steps counts as one step); ops that partially overlap other events
 WITH sel AS (SELECT run_id FROM report_runs),
 step_stats AS (
   SELECT run_id, count(*) AS n_steps, avg(dur_ns) AS avg_step_ns
@@ -254,7 +254,7 @@ step_stats AS (
   FROM (SELECT run_id, unnest(map_entries(warnings)) AS w FROM runs WHERE run_id IN (SELECT run_id FROM sel)) x
   WHERE x.w.key <> 'partially overlapping event pairs'
 ), rows AS (
-  SELECT r.run_id, 'run' AS section, 1 AS rank, 'events' AS item, r.event_count::DOUBLE AS value, 'count' AS unit, NULL::DOUBLE AS pct,
+  SELECT r.run_id, 'run' AS section, 1 AS position, 'events' AS item, r.event_count::DOUBLE AS value, 'count' AS unit, NULL::DOUBLE AS pct,
          NULL::BIGINT AS time_ns, printf('%s, %d events', r.source_path, r.event_count) AS detail
   FROM runs r WHERE r.run_id IN (SELECT run_id FROM sel)
   UNION ALL
@@ -289,7 +289,7 @@ step_stats AS (
   SELECT run_id, 'warning', row_number() OVER (PARTITION BY run_id ORDER BY ord, item), item, value, unit, pct, time_ns, detail
   FROM warnings
 )
-SELECT x.run_id, r.name AS run_name, x.section, x.rank, x.item, x.value, x.unit, x.pct, x.time_ns::BIGINT AS time_ns, x.detail
+SELECT x.run_id, r.name AS run_name, x.section, x.position, x.item, x.value, x.unit, x.pct, x.time_ns::BIGINT AS time_ns, x.detail
 FROM rows x JOIN runs r USING (run_id)
 ORDER BY x.run_id, CASE x.section WHEN 'run' THEN 0 WHEN 'finding' THEN 1 WHEN 'top op' THEN 2 WHEN 'top kernel' THEN 3
-                                  WHEN 'top copy' THEN 4 ELSE 5 END, x.rank
+                                  WHEN 'top copy' THEN 4 ELSE 5 END, x.position

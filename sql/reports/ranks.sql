@@ -1,21 +1,21 @@
 -- title: Ranks of a distributed job
 -- description: For the runs of one job (default: every run, which must then be one job; select one with --run label:job=NAME or several --run): per rank step time, GPU busy, communication and exposed communication time, time spent waiting for other ranks in collectives, and how often it was the slowest or fastest rank of a step or the straggler; per profiler step, the straggler: the rank the others waited for in that step's collectives; per collective (communication kernels matched across ranks by the collective their name runs and its occurrence, macro collective_waits), the spread of start times across ranks. Stops with an error when the runs form several jobs (view `run_jobs`) or repeat a rank.
 -- requires: one_job
--- column: run_id VARCHAR -- the run (one per rank)
--- column: run_name VARCHAR -- name of the run
--- column: section VARCHAR -- 'rank' (one row per run), 'step' (one row per profiler step with collectives seen on several ranks) or 'collective' (one row per collective instance seen on several ranks)
--- column: rank BIGINT -- rank of the run; for a collective, the rank that started it last (the one the others waited for); for a step, its straggler: the rank the other ranks waited for longest in the step's collectives (lowest rank on a tie)
--- column: item VARCHAR -- rank: the run name; step: 'step N' (the step of the straggler's launch of the collectives); collective: its name and occurrence, e.g. 'allreduce #3'
--- column: steps BIGINT -- profiler steps of the rank (rank rows)
--- column: step_ns BIGINT -- average step time of the rank, ns (rank rows)
--- column: gpu_busy_ns BIGINT -- GPU busy time by interval union, summed over devices, ns (rank rows)
--- column: communication_ns BIGINT -- time running collective kernels, ns (rank rows)
--- column: exposed_comm_ns BIGINT -- communication with no compute kernel running on the device (as in comm-overlap), summed over devices, ns (rank rows)
--- column: collective_wait_ns BIGINT -- rank: total time this rank's collectives started before the last rank's, i.e. waited for others; step: time the other ranks waited for the straggler in the step's collectives; collective: summed over ranks, ns
--- column: slowest_steps BIGINT -- steps in which this rank had the longest step time (rank rows)
--- column: fastest_steps BIGINT -- steps in which this rank had the shortest step time (rank rows)
--- column: straggler_steps BIGINT -- steps in which this rank was the straggler (rank rows)
--- column: spread_ns BIGINT -- collective: last start minus first start across ranks; step: the largest such spread among the step's collectives, ns
+-- column: run_id VARCHAR [key] -- the run (one per rank)
+-- column: run_name VARCHAR [key] -- name of the run
+-- column: section VARCHAR [key] -- 'rank' (one row per run), 'step' (one row per profiler step with collectives seen on several ranks) or 'collective' (one row per collective instance seen on several ranks)
+-- column: rank BIGINT [key] -- rank of the run; for a collective, the rank that started it last (the one the others waited for); for a step, its straggler: the rank the other ranks waited for longest in the step's collectives (lowest rank on a tie)
+-- column: item VARCHAR [key] -- rank: the run name; step: 'step N' (the step of the straggler's launch of the collectives); collective: its name and occurrence, e.g. 'allreduce #3'
+-- column: steps BIGINT [detail] -- profiler steps of the rank (rank rows)
+-- column: step_ns BIGINT [result] -- average step time of the rank, ns (rank rows)
+-- column: gpu_busy_ns BIGINT [detail] -- GPU busy time by interval union, summed over devices, ns (rank rows)
+-- column: communication_ns BIGINT [detail] -- time running collective kernels, ns (rank rows)
+-- column: exposed_comm_ns BIGINT [result] -- communication with no compute kernel running on the device (as in comm-overlap), summed over devices, ns (rank rows)
+-- column: collective_wait_ns BIGINT [result] -- rank: total time this rank's collectives started before the last rank's, i.e. waited for others; step: time the other ranks waited for the straggler in the step's collectives; collective: summed over ranks, ns
+-- column: slowest_steps BIGINT [detail] -- steps in which this rank had the longest step time (rank rows)
+-- column: fastest_steps BIGINT [detail] -- steps in which this rank had the shortest step time (rank rows)
+-- column: straggler_steps BIGINT [detail] -- steps in which this rank was the straggler (rank rows)
+-- column: spread_ns BIGINT [result] -- collective: last start minus first start across ranks; step: the largest such spread among the step's collectives, ns
 WITH sel AS (SELECT run_id FROM report_runs),
 matched AS (
   SELECT * FROM collective_waits((SELECT list(run_id) FROM report_runs))

@@ -5,31 +5,31 @@
 -- param: peak_tflops DOUBLE = -- peak TFLOP/s to use for every dtype instead of the device's (empty: the device's)
 -- param: peak_tbps DOUBLE = -- peak memory bandwidth in TB/s to use instead of the device's (empty: the device's)
 -- param: capture RUN = -- run that traced the capture of the CUDA graphs the runs replay (run id, unique prefix or name): gives the ops inside graphs their replayed time
--- column: run_id VARCHAR -- the run
--- column: run_name VARCHAR -- name of the run
--- column: op_name VARCHAR -- op name; NULL on the row of graph work attributed to no op
--- column: input_dims VARCHAR -- dims of every input
--- column: calls BIGINT -- calls in the group (source 'graph': launches of the graphs that ran them)
--- column: dur_ns BIGINT -- the calls' time (time_basis): GPU time of their kernels, device-to-device copies and sets (their whole subtree), or in a run without GPU work their inclusive CPU time, ns; NULL when a GPU run links none to them
--- column: lost_dur_ns BIGINT -- dur_ns minus roofline_dur_ns: the time lost against the roofline, ns
--- column: tflops_per_s DOUBLE -- achieved TFLOP/s over the calls with time, 6 decimals (a CPU reaches a few GFLOP/s: 0.00x)
--- column: compute_pct DOUBLE -- achieved TFLOP/s as a share of peak_tflops, percent
--- column: tb_per_s DOUBLE -- achieved TB/s over the calls with time
--- column: memory_pct DOUBLE -- achieved TB/s as a share of peak_tbps, percent
--- column: bound VARCHAR -- 'compute' when the intensity is at or above the ridge point (peak_tflops / peak_tbps FLOPs per byte), else 'memory'; NULL without peaks
--- column: time_basis VARCHAR -- 'gpu': dur_ns is GPU time; 'cpu': the run has no GPU work, dur_ns is the ops' CPU time and rates are the CPU's (no peaks: compare with the CPU's own)
--- column: dtype VARCHAR -- dtype the math runs in (see op_cost)
--- column: category VARCHAR -- op category (op_categories)
--- column: model VARCHAR -- cost formula used (see op_cost)
--- column: source VARCHAR -- 'eager': calls of the run itself; 'graph': ops of the capture run whose captured work this run replayed in CUDA graphs (calls = graph launches), or, with op_name NULL, graph work attributed to no op
--- column: flops BIGINT -- FLOPs of all calls; NULL when the formula lacked an input
--- column: bytes BIGINT -- minimum bytes read and written by all calls; NULL when unknown
--- column: intensity DOUBLE -- FLOPs per byte
--- column: peak_tflops DOUBLE -- the device's peak dense TFLOP/s for the dtype (or the parameter); NULL when unknown
--- column: peak_tbps DOUBLE -- the device's peak memory bandwidth, TB/s (or the parameter); NULL when unknown
--- column: roofline_dur_ns BIGINT -- the least time the roofline allows: the larger of flops / peak_tflops and bytes / peak_tbps, ns (calls with time)
--- column: device VARCHAR -- the device whose peaks are used ('parameters' when both are given), NULL when unknown
--- column: note VARCHAR -- why peaks or rates are missing, and how to supply them (a capture run for work inside CUDA graphs); NULL when all is known
+-- column: run_id VARCHAR [key] -- the run
+-- column: run_name VARCHAR [key] -- name of the run
+-- column: op_name VARCHAR [key] -- op name; NULL on the row of graph work attributed to no op
+-- column: input_dims VARCHAR [key] -- dims of every input
+-- column: calls BIGINT [detail] -- calls in the group (source 'graph': launches of the graphs that ran them)
+-- column: dur_ns BIGINT [result] -- the calls' time (time_basis): GPU time of their kernels, device-to-device copies and sets (their whole subtree), or in a run without GPU work their inclusive CPU time, ns; NULL when a GPU run links none to them
+-- column: lost_dur_ns BIGINT [result] -- dur_ns minus roofline_dur_ns: the time lost against the roofline, ns
+-- column: tflops_per_s DOUBLE [detail] -- achieved TFLOP/s over the calls with time, 6 decimals (a CPU reaches a few GFLOP/s: 0.00x)
+-- column: compute_pct DOUBLE [result] -- achieved TFLOP/s as a share of peak_tflops, percent
+-- column: tb_per_s DOUBLE [detail] -- achieved TB/s over the calls with time
+-- column: memory_pct DOUBLE [result] -- achieved TB/s as a share of peak_tbps, percent
+-- column: bound VARCHAR [result] -- 'compute' when the intensity is at or above the ridge point (peak_tflops / peak_tbps FLOPs per byte), else 'memory'; NULL without peaks
+-- column: time_basis VARCHAR [detail] -- 'gpu': dur_ns is GPU time; 'cpu': the run has no GPU work, dur_ns is the ops' CPU time and rates are the CPU's (no peaks: compare with the CPU's own)
+-- column: dtype VARCHAR [key] -- dtype the math runs in (see op_cost)
+-- column: category VARCHAR [detail] -- op category (op_categories)
+-- column: model VARCHAR [detail] -- cost formula used (see op_cost)
+-- column: source VARCHAR [key] -- 'eager': calls of the run itself; 'graph': ops of the capture run whose captured work this run replayed in CUDA graphs (calls = graph launches), or, with op_name NULL, graph work attributed to no op
+-- column: flops BIGINT [detail] -- FLOPs of all calls; NULL when the formula lacked an input
+-- column: bytes BIGINT [detail] -- minimum bytes read and written by all calls; NULL when unknown
+-- column: intensity DOUBLE [detail] -- FLOPs per byte
+-- column: peak_tflops DOUBLE [detail] -- the device's peak dense TFLOP/s for the dtype (or the parameter); NULL when unknown
+-- column: peak_tbps DOUBLE [detail] -- the device's peak memory bandwidth, TB/s (or the parameter); NULL when unknown
+-- column: roofline_dur_ns BIGINT [detail] -- the least time the roofline allows: the larger of flops / peak_tflops and bytes / peak_tbps, ns (calls with time)
+-- column: device VARCHAR [detail] -- the device whose peaks are used ('parameters' when both are given), NULL when unknown
+-- column: note VARCHAR [detail] -- why peaks or rates are missing, and how to supply them (a capture run for work inside CUDA graphs); NULL when all is known
 WITH gpu_runs AS (
   -- the runs with GPU work: rates over GPU time; the others over the ops' CPU time
   SELECT DISTINCT run_id FROM device_events() WHERE run_id IN (SELECT run_id FROM report_runs)

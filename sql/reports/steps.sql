@@ -2,14 +2,14 @@
 -- description: Per ProfilerStep window: wall time, CPU busy time (top-level ops, any thread), GPU busy and idle time of the work the step launched, and its kernel count.
 -- per-run: true
 -- empty: no ProfilerStep#N annotation in the selected runs: profile with a schedule and call prof.step() every iteration
--- column: run_id VARCHAR -- the run
--- column: run_name VARCHAR -- name of the run
--- column: step BIGINT -- N of ProfilerStep#N
--- column: dur_ns BIGINT -- CPU window of the step, ns
--- column: cpu_busy_ns BIGINT -- union of the step's top-level CPU op intervals, ns
--- column: gpu_busy_ns BIGINT -- union of the step's GPU work intervals per device, summed over devices, ns
--- column: gpu_idle_ns BIGINT -- GPU span of the step's work (first start to last end, per device) minus GPU busy, ns
--- column: kernels BIGINT -- kernels launched in the step
+-- column: run_id VARCHAR [key] -- the run
+-- column: run_name VARCHAR [key] -- name of the run
+-- column: step BIGINT [key] -- N of ProfilerStep#N
+-- column: dur_ns BIGINT [result] -- CPU window of the step, ns
+-- column: cpu_busy_ns BIGINT [result] -- union of the step's top-level CPU op intervals, ns
+-- column: gpu_busy_ns BIGINT [result] -- union of the step's GPU work intervals per device, summed over devices, ns
+-- column: gpu_idle_ns BIGINT [result] -- GPU span of the step's work (first start to last end, per device) minus GPU busy, ns
+-- column: kernels BIGINT [result] -- kernels launched in the step
 WITH cpu AS (
   SELECT run_id, step, busy_ns FROM busy_time(['cpu_op'], true) WHERE lane = 'cpu'
 ), gpu AS (

@@ -2,17 +2,17 @@
 -- description: Per run: the runtime and driver calls that block the CPU thread until the GPU is done (macro is_sync_call_name: cudaStreamSynchronize, cudaDeviceSynchronize, cudaEventSynchronize, synchronous cudaMemcpy, hipDeviceSynchronize, hipMemcpyWithStream, ...), grouped by call, the CPU op around it and its Python call site, most blocked time first. While the CPU waits here it launches nothing, so the GPU runs dry after the sync: the host_wait gaps of the idle report often follow these calls. torch's .item(), .cpu(), .tolist(), printing a CUDA tensor and non_blocking=False copies end here.
 -- per-run: true
 -- empty: the selected runs call no synchronizing runtime or driver function (is_sync_call_name), or record no cuda_runtime / cuda_driver events
--- column: run_id VARCHAR -- the run
--- column: run_name VARCHAR -- name of the run
--- column: call VARCHAR -- the synchronizing runtime/driver call, e.g. cudaStreamSynchronize
--- column: op_name VARCHAR -- innermost CPU op around the call (e.g. aten::_local_scalar_dense for .item()); NULL when none
--- column: top_op_name VARCHAR -- outermost CPU op around the call; NULL when none
--- column: call_site VARCHAR -- innermost user frame of the call's Python stack; NULL without Python stacks
--- column: calls BIGINT -- number of calls
--- column: total_dur_ns BIGINT -- CPU time spent in the calls, ns
--- column: avg_dur_ns BIGINT -- average time per call, ns
--- column: max_dur_ns BIGINT -- longest call, ns
--- column: run_sync_ns BIGINT -- CPU time in all synchronizing calls of the run, ns (the same on every row of the run)
+-- column: run_id VARCHAR [key] -- the run
+-- column: run_name VARCHAR [key] -- name of the run
+-- column: call VARCHAR [key] -- the synchronizing runtime/driver call, e.g. cudaStreamSynchronize
+-- column: op_name VARCHAR [key] -- innermost CPU op around the call (e.g. aten::_local_scalar_dense for .item()); NULL when none
+-- column: top_op_name VARCHAR [key] -- outermost CPU op around the call; NULL when none
+-- column: call_site VARCHAR [key] -- innermost user frame of the call's Python stack; NULL without Python stacks
+-- column: calls BIGINT [result] -- number of calls
+-- column: total_dur_ns BIGINT [result] -- CPU time spent in the calls, ns
+-- column: avg_dur_ns BIGINT [detail] -- average time per call, ns
+-- column: max_dur_ns BIGINT [detail] -- longest call, ns
+-- column: run_sync_ns BIGINT [detail] -- CPU time in all synchronizing calls of the run, ns (the same on every row of the run)
 WITH s AS (
   SELECT e.run_id, e.name AS call, e.dur_ns, o.name AS op_name, t.name AS top_op_name, cs.call_site
   FROM events e

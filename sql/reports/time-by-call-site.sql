@@ -2,15 +2,15 @@
 -- description: CPU op self time and GPU kernel time attributed to the Python call site (and nn.Module path) that caused them, biggest first.
 -- per-run: true
 -- empty: no CPU ops in the selected runs
--- column: run_id VARCHAR -- the run
--- column: run_name VARCHAR -- name of the run
--- column: call_site VARCHAR -- innermost user frame ('(no Python stack)' when the trace has none)
--- column: module_path VARCHAR -- nn.Module chain, outermost first (when several reach the call site: that of its op with the most self time)
--- column: cpu_self_dur_ns BIGINT -- self time of the CPU ops called from here, ns
--- column: cpu_pct DOUBLE -- share of the run's CPU op self time, percent
--- column: gpu_dur_ns BIGINT -- time of the GPU kernels launched from here, ns
--- column: gpu_pct DOUBLE -- share of the run's GPU kernel time, percent
--- column: kernels BIGINT -- number of kernels launched from here
+-- column: run_id VARCHAR [key] -- the run
+-- column: run_name VARCHAR [key] -- name of the run
+-- column: call_site VARCHAR [key] -- innermost user frame ('(no Python stack)' when the trace has none)
+-- column: module_path VARCHAR [detail] -- nn.Module chain, outermost first (when several reach the call site: that of its op with the most self time)
+-- column: cpu_self_dur_ns BIGINT [result] -- self time of the CPU ops called from here, ns
+-- column: cpu_pct DOUBLE [result] -- share of the run's CPU op self time, percent
+-- column: gpu_dur_ns BIGINT [result] -- time of the GPU kernels launched from here, ns
+-- column: gpu_pct DOUBLE [result] -- share of the run's GPU kernel time, percent
+-- column: kernels BIGINT [detail] -- number of kernels launched from here
 WITH cpu AS (
   SELECT run_id, coalesce(call_site, '(no Python stack)') AS call_site, arg_max(module_path, (self_dur_ns, module_path)) AS module_path,
          sum(self_dur_ns) AS cpu_ns

@@ -2,17 +2,17 @@
 -- description: Kernels grouped by name with count, total, share, average, median, min, max and standard deviation of their durations, like nsys stats cuda_gpu_kern_sum.
 -- per-run: true
 -- empty: no GPU kernels in the selected runs
--- column: run_id VARCHAR -- run of the kernels
--- column: run_name VARCHAR -- name of the run
--- column: name VARCHAR -- kernel name
--- column: instances BIGINT -- number of launches of the kernel
--- column: total_dur_ns BIGINT -- total GPU time, ns
--- column: time_pct DOUBLE -- share of the run's total kernel time, percent
--- column: avg_ns BIGINT -- average duration, ns
--- column: med_ns BIGINT -- median duration, ns
--- column: min_ns BIGINT -- shortest duration, ns
--- column: max_ns BIGINT -- longest duration, ns
--- column: stddev_ns BIGINT -- sample standard deviation of the duration, ns (NULL for one instance)
+-- column: run_id VARCHAR [key] -- run of the kernels
+-- column: run_name VARCHAR [key] -- name of the run
+-- column: name VARCHAR [key] -- kernel name
+-- column: instances BIGINT [result] -- number of launches of the kernel
+-- column: total_dur_ns BIGINT [result] -- total GPU time, ns
+-- column: time_pct DOUBLE [result] -- share of the run's total kernel time, percent
+-- column: avg_ns BIGINT [result] -- average duration, ns
+-- column: med_ns BIGINT [detail] -- median duration, ns
+-- column: min_ns BIGINT [detail] -- shortest duration, ns
+-- column: max_ns BIGINT [detail] -- longest duration, ns
+-- column: stddev_ns BIGINT [detail] -- sample standard deviation of the duration, ns (NULL for one instance)
 WITH k AS (
   -- the statistics per run and kernel name, from the packs where they hold them (view kernel_stats)
   SELECT * FROM kernel_stats WHERE run_id IN (SELECT run_id FROM report_runs)

@@ -2,17 +2,17 @@
 -- description: Ops grouped by name (or input shapes, or call site, or op category), like torch's key_averages().table(): calls, self and total time, the GPU kernel time they launched, and the input dims and call site that account for most of the group's self time.
 -- per-run: true
 -- param: group_by VARCHAR = name {name|shape|call_site|category} -- group ops by name, by name and input shapes, by name and Python call site, or by category (op_categories: GEMM, convolution, attention, elementwise, normalisation, reduction, communication, copy, other)
--- column: run_id VARCHAR -- run of the ops
--- column: run_name VARCHAR -- name of the run
--- column: name VARCHAR -- op name; with group_by=category, the category
--- column: input_dims VARCHAR -- dims of every input: the group's own with group_by=shape, else those of the group's calls with the most self time (NULL when they record no shapes)
--- column: call_site VARCHAR -- innermost user frame: the group's own with group_by=call_site, else that of the group's calls with the most self time (NULL when they have no Python stack)
--- column: calls BIGINT -- number of op calls
--- column: self_dur_ns BIGINT -- total self time (duration minus direct children), ns
--- column: self_pct DOUBLE -- share of the run's total op self time, percent
--- column: total_dur_ns BIGINT -- total inclusive time, ns
--- column: avg_dur_ns BIGINT -- average inclusive time per call, ns
--- column: gpu_dur_ns BIGINT -- GPU kernel time launched directly by these ops, ns
+-- column: run_id VARCHAR [key] -- run of the ops
+-- column: run_name VARCHAR [key] -- name of the run
+-- column: name VARCHAR [key] -- op name; with group_by=category, the category
+-- column: input_dims VARCHAR [key] -- dims of every input: the group's own with group_by=shape, else those of the group's calls with the most self time (NULL when they record no shapes)
+-- column: call_site VARCHAR [key] -- innermost user frame: the group's own with group_by=call_site, else that of the group's calls with the most self time (NULL when they have no Python stack)
+-- column: calls BIGINT [result] -- number of op calls
+-- column: self_dur_ns BIGINT [result] -- total self time (duration minus direct children), ns
+-- column: self_pct DOUBLE [result] -- share of the run's total op self time, percent
+-- column: total_dur_ns BIGINT [detail] -- total inclusive time, ns
+-- column: avg_dur_ns BIGINT [detail] -- average inclusive time per call, ns
+-- column: gpu_dur_ns BIGINT [detail] -- GPU kernel time launched directly by these ops, ns
 WITH ops AS (
   SELECT o.run_id, o.event_id,
          CASE WHEN $group_by = 'category' THEN coalesce(c.category, 'other') ELSE o.name END AS name,

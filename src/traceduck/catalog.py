@@ -56,6 +56,7 @@ class Column:
     name: str
     type: str
     doc: str
+    role: str | None = None  # a report's column: key, result or detail (see parse_report); None elsewhere
 
 
 @dataclass
@@ -491,10 +492,16 @@ def schema_stamp() -> str:
 #     -- empty: what an answer without rows means
 #     -- param: group_by VARCHAR = name {name|shape|call_site} -- what the parameter does
 #     -- param: capture RUN = -- a run selection, bound as the one run id it selects (NULL when not given)
-#     -- column: call_site VARCHAR -- what the column holds
+#     -- column: call_site VARCHAR [key] -- what the column holds
 #     -- requires: one_job
 #     -- per-run: true
 #     SELECT ...
+#
+# A column's role says what the table format may do with it on a terminal too narrow for every
+# column (render.py): `key` tells the rows apart (a call site, a shape, a name) and `result` is the
+# answer (a time, a size, a status): both always stay; `detail` is left out first, and named below
+# the table. A column without a role is kept while the table fits with long text wrapped, and left
+# out from the right when it does not, as every column of `traceduck sql` is (ROLES).
 #
 # Parameters are bound ($name), never pasted into the SQL. Reports read the runs to cover from the
 # table `report_runs`. `requires: one_job` makes the runner refuse runs of several jobs, or two runs
@@ -503,7 +510,8 @@ def schema_stamp() -> str:
 # rows with the default parameters in the pack.
 
 _PARAM = re.compile(r"^(\w+)\s+(\w+)\s*=\s*(.*?)\s*(?:\{([^}]*)\})?\s*--\s*(.+)$")
-_REPORT_COLUMN = re.compile(r"^(\w+)\s+(.+?)\s*--\s*(.+)$")
+_REPORT_COLUMN = re.compile(r"^(\w+)\s+(.+?)(?:\s+\[(\w+)\])?\s*--\s*(.+)$")
+ROLES = ("key", "result", "detail")
 _TYPES = {"INTEGER": int, "BIGINT": int, "DOUBLE": float, "VARCHAR": str, "BOOLEAN": bool, "RUN": str}
 REQUIREMENTS = {"one_job"}
 
@@ -574,7 +582,10 @@ def parse_report(path: Path) -> Report:
             m = _REPORT_COLUMN.match(value)
             if not m:
                 raise ValueError(f"{path.name}: bad column line: {value}")
-            report.columns.append(Column(*m.groups()))
+            name, typ, role, doc = m.groups()
+            if role is not None and role not in ROLES:
+                raise ValueError(f"{path.name}: column {name}: role [{role}] is not one of {', '.join(ROLES)}")
+            report.columns.append(Column(name, typ, doc, role))
         elif key == "per-run":
             if value not in ("true", "false"):
                 raise ValueError(f"{path.name}: per-run is true or false: {value}")

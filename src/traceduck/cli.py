@@ -39,8 +39,9 @@ StoreOpt = typer.Option(None, "--store", "-s", help="Store directory [default: $
                         show_default=False)
 FormatOpt = typer.Option(Format.table, "--format", "-f", help="Output format: table and markdown for people (units, "
                          "a row cap, the terminal's width), csv and json exact and complete.", case_sensitive=False)
-WideOpt = typer.Option(False, "--wide", help="Table: every column and whole cells, instead of fitting the terminal "
-                       "($COLUMNS) by shortening long text in the middle.")
+WideOpt = typer.Option(False, "--wide", help="Table: every column, each row on one line, whatever the terminal's "
+                       "width. Without it the table fits the terminal ($COLUMNS): long text wraps inside its cell, "
+                       "and the columns left out to fit are named below the table.")
 MAX_ROWS = 40
 
 
@@ -151,6 +152,17 @@ def _ingest_with_progress(files, store, name, labels, force, jobs, salvage):
                              salvage=salvage)
 
 
+# The columns of `traceduck runs`, `schema` and `reports` with their roles in a table too wide for the terminal
+# (see catalog.parse_report): key and result columns stay, detail columns are left out first.
+RUNS_COLUMNS = {"run_id": "key", "name": "key", "labels": "result", "event_count": "result", "rank": "key",
+                "duration_ms": "result", "ingested_at": "detail", "source_path": "detail", "salvaged": "detail",
+                "warnings": "detail"}
+RELATIONS_COLUMNS = {"name": "key", "kind": "result", "description": "result"}
+RELATION_COLUMNS = {"column": "key", "type": "result", "description": "result"}
+MACRO_PART_COLUMNS = {"part": "key", "name": "key", "type": "result", "description": "result"}
+REPORTS_COLUMNS = {"report": "key", "title": "result", "description": "result"}
+
+
 @app.command()
 def runs(store: Optional[Path] = StoreOpt, format: Format = FormatOpt, wide: bool = WideOpt) -> None:
     """List the runs in the store."""
@@ -158,12 +170,11 @@ def runs(store: Optional[Path] = StoreOpt, format: Format = FormatOpt, wide: boo
 
     with open_store(store) as db:
         rows = db.runs()
-    columns = ["run_id", "name", "labels", "event_count", "rank", "duration_ms", "ingested_at", "source_path",
-               "salvaged", "warnings"]
     table = [(r["run_id"], r["name"], r["labels"], r["event_count"], r["rank"],
               None if r["start_ns"] is None else round((r["end_ns"] - r["start_ns"]) / 1e6, 3),
               r["ingested_at"], r["source_path"], bool(r.get("salvaged")), r.get("warnings") or {}) for r in rows]
-    render(columns, table, format, sys.stdout, View(wide=wide))
+    render(list(RUNS_COLUMNS), table, format, sys.stdout, View(wide=wide, roles=RUNS_COLUMNS))
+
 
 
 def _show_labels(labels: dict) -> str:
@@ -274,14 +285,15 @@ def schema(
 
     with open_store(store) as db:
         if name is None:
-            render(["name", "kind", "description"], db.relations(), format, sys.stdout, View(wide=wide))
+            render(list(RELATIONS_COLUMNS), db.relations(), format, sys.stdout,
+                   View(wide=wide, roles=RELATIONS_COLUMNS))
             return
         doc, rows = db.describe(name)
     if format == Format.table:
         typer.echo(f"{name}: {doc}")
     is_macro = bool(rows) and len(rows[0]) == 4  # (part, name, type, documentation)
-    header = ["part", "name", "type", "description"] if is_macro else ["column", "type", "description"]
-    render(header, rows, format, sys.stdout, View(wide=wide))
+    roles = MACRO_PART_COLUMNS if is_macro else RELATION_COLUMNS
+    render(list(roles), rows, format, sys.stdout, View(wide=wide, roles=roles))
 
 
 @app.command("reports")
@@ -290,7 +302,7 @@ def list_reports(format: Format = FormatOpt, wide: bool = WideOpt) -> None:
     from .catalog import all_reports
 
     rows = [(r.name, r.title, r.description) for r in all_reports().values()]
-    render(["report", "title", "description"], rows, format, sys.stdout, View(wide=wide))
+    render(list(REPORTS_COLUMNS), rows, format, sys.stdout, View(wide=wide, roles=REPORTS_COLUMNS))
 
 
 @app.command(context_settings={"help_option_names": []})
@@ -322,8 +334,10 @@ def report(
         # over a 1,024-rank job in bounded memory), the tables take what they show
         # json: rows as DuckDB writes them; tables: only the rows they show are fetched
         result = db.report_query(name, runs=run or None, params=pairs, limit=limit).stream(row_shape(format, max_rows))
-        view = View(max_rows=max_rows, per_run=True, wide=wide, run_rows=result.run_rows)
-        view.empty_note = "no rows: " + (get_report(name).empty or "nothing in the selected runs matches this report")
+        spec = get_report(name)
+        view = View(max_rows=max_rows, per_run=True, wide=wide, run_rows=result.run_rows,
+                    roles={c.name: c.role for c in spec.columns})
+        view.empty_note = "no rows: " + (spec.empty or "nothing in the selected runs matches this report")
         if format in PEOPLE and any(_is_instant(c) for c in result.columns):
             view.run_starts = _run_starts(db)
             if "run_id" not in result.columns and view.run_starts:  # one run selected: its run columns were dropped
@@ -357,8 +371,9 @@ def report_help(r: Report) -> str:
     for p in r.params:
         choices = f" one of {'|'.join(p.choices)};" if p.choices else ""
         lines.append(f"  {p.name} ({p.type}, default {p.default!r}):{choices} {p.doc}")
-    lines += ["", "Columns:"]
-    lines += [f"  {c.name} ({c.type}): {c.doc}" for c in r.columns]
+    lines += ["", "Columns (NAME (TYPE, ROLE): a table too wide for the terminal leaves out detail columns; "
+              "key and result columns always show):"]
+    lines += [f"  {c.name} ({c.type}, {c.role or 'no role'}): {c.doc}" for c in r.columns]
     lines += ["", "Options: --store DIR, --run RUN (repeatable), --param KEY=VALUE, --limit N, --format table|csv|json|markdown, "
               "--max-rows N, --wide"]
     return "\n".join(lines)
@@ -389,6 +404,7 @@ def diff(
 ) -> None:
     """Compare two runs group by group; biggest change first."""
     from .api import open as open_store
+    from .catalog import diff_spec
 
     with open_store(store) as db:
         rel = db.diff(a, b, by=by.value, per_step=per_step, threshold_pct=threshold, exact_dims=exact_dims)
@@ -400,7 +416,8 @@ def diff(
         typer.echo(escape(header), err=True)
     # calls and ns are whole numbers unless divided per step
     rows = integral(columns, rows, [c for c in columns if c.endswith(("_calls", "_ns"))])
-    render(columns, rows, format, sys.stdout, View(max_rows=max_rows, wide=wide))
+    roles = {c.name: c.role for c in diff_spec().columns}
+    render(columns, rows, format, sys.stdout, View(max_rows=max_rows, wide=wide, roles=roles))
 
 
 @app.command()

@@ -97,6 +97,10 @@ def reports_md() -> str:
     parts = [_HEADER, "# Reports\n\n",
              "Run one with `traceduck report NAME [--run RUN]... [--param KEY=VALUE]... [--limit N] [--format F]`; "
              "each is one SQL file in `sql/reports/`.\n\n",
+             "Each column has a role, which decides what the table format does on a terminal too narrow for "
+             "every column: `key` columns tell the rows apart and `result` columns are the answer; both always "
+             "stay, their long text wrapped inside the cell. `detail` columns are left out first, from the right, "
+             "and named below the table (`--wide` shows every column).\n\n",
              _table(["report", "title"], [[f"[`{r.name}`](#{r.name})", r.title] for r in reports.values()])]
     for report in reports.values():
         parts.append(_report_section(report))
@@ -114,8 +118,8 @@ def _report_section(r: Report) -> str:
         text += _table(["parameter", "type", "default", "one of", "description"], rows)
     else:
         text += "Parameters: none.\n\n"
-    columns = [[f"`{c.name}`", c.type, c.doc] for c in r.columns]
-    text += "Columns:\n\n" + _table(["column", "type", "description"], columns)
+    columns = [[f"`{c.name}`", c.type, c.role or "", c.doc] for c in r.columns]
+    text += "Columns:\n\n" + _table(["column", "type", "role", "description"], columns)
     return text
 
 

@@ -11,7 +11,6 @@ import json
 import os
 import re
 import textwrap
-import unicodedata
 import uuid
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
@@ -44,7 +43,10 @@ class View:
 
     max_rows: int = 0  # 0: every row
     per_run: bool = False  # max_rows counts per value of the run_id column (when there is one)
-    wide: bool = False  # table: every column and whole cells, whatever the terminal's width
+    wide: bool = False  # table: every column, each row on one line, whatever the terminal's width
+    # table: each column's role (key, result, detail; see catalog.parse_report) by name, which decides
+    # what a terminal too narrow for every column leaves out; None: no roles (a query's columns)
+    roles: dict[str, str | None] | None = None
     width: int | None = None  # table: columns to fit [default: $COLUMNS, else the terminal's, else 200]
     run_starts: dict[str, int] = field(default_factory=dict)  # run_id -> runs.start_ns, for timestamps
     run_id: str | None = None  # the run of every row when there is no run_id column
@@ -303,16 +305,18 @@ def _spacer(fmt: Format) -> str:
 
 
 def _emit(columns: list[str], rows: list[tuple], fmt: Format, out: TextIO, view: View, notes: list[str]) -> None:
-    headers, cells, right, shrinkable = cells_for_people(columns, rows, view)
+    headers, cells, right, kept = cells_for_people(columns, rows, view)
     width = view.width or terminal_width(out)
     if fmt is Format.markdown:
-        lines = _markdown(headers, cells, right)
+        out.write("\n".join(_markdown(headers, cells, right)) + "\n")
     else:
-        lines, hidden = _table(headers, cells, right, shrinkable, None if view.wide else width)
-        if hidden:
-            notes = [f"... {len(hidden)} more column{'s' if len(hidden) > 1 else ''} not shown: {', '.join(hidden)} "
-                     "(--wide shows every column)"] + notes
-    out.write("\n".join(lines) + "\n")
+        kinds = [units.column_kind(c)[0] for c in kept]
+        roles = [(view.roles or {}).get(c) for c in kept]
+        table = [TableColumn(h, [r[i] for r in cells], right[i], wraps=not right[i] and kinds[i] != "id", role=roles[i])
+                 for i, h in enumerate(headers)]
+        left_out = write_table(table, out, None if view.wide else width)
+        if left_out:
+            notes = [f"left out: {', '.join(left_out)} (--wide shows them)"] + notes
     for note in notes:
         _note(out, fmt, note, width)
 
@@ -350,10 +354,11 @@ def escape(text: str) -> str:
 
 
 def cells_for_people(columns: list[str], rows: list[tuple], view: View
-                     ) -> tuple[list[str], list[list[str]], list[bool], list[bool]]:
-    """(headers, cells as text, right-aligned, shortenable) for table and markdown: durations, sizes,
-    counts and percentages in units (columns that now carry their unit lose `_ns`), timestamps from
-    the run's start where the run is known, text escaped."""
+                     ) -> tuple[list[str], list[list[str]], list[bool], list[str]]:
+    """(headers, cells as text, right-aligned, the columns they show) for table and markdown:
+    durations, sizes, counts and percentages in units (columns that now carry their unit lose `_ns`),
+    other numbers with one number of decimals per column, timestamps from the run's start where the
+    run is known, text escaped; run_id left out when run_name tells the runs apart."""
     run_at = columns.index(RUN_ID) if RUN_ID in columns else None
     kinds = [list(units.column_kind(c)) for c in columns]
     for i, (kind, _) in enumerate(kinds):
@@ -369,18 +374,16 @@ def cells_for_people(columns: list[str], rows: list[tuple], view: View
         taken.add(headers[i])
     cols: list[list[str]] = []
     right: list[bool] = []
-    shrinkable: list[bool] = []
     for i, (kind, scale) in enumerate(kinds):
         starts = None
         if kind == "timestamp":
             starts = [view.run_starts.get(row[run_at]) for row in rows] if run_at is not None \
                 else [view.run_starts.get(view.run_id)] * len(rows)
-        text, is_number, is_text = _column_cells([row[i] for row in rows], kind, scale, starts)
+        text, is_number = _column_cells([row[i] for row in rows], kind, scale, starts)
         if columns[i] == RUN_ID:  # people see the short form; csv and json keep the whole id
             text = [short_id(t) for t in text]
         cols.append(text)
         right.append(is_number)
-        shrinkable.append(is_text and kind != "id" and columns[i] != "run_name")
     keep = list(range(len(columns)))
     if run_at is not None and "run_name" in columns and rows:
         # run_name tells the runs apart for people: run_id then only takes width
@@ -390,33 +393,35 @@ def cells_for_people(columns: list[str], rows: list[tuple], view: View
             keep.remove(run_at)
     cols = [cols[i] for i in keep]
     cells = [list(r) for r in zip(*cols)] if cols else []
-    return [escape(headers[i]) for i in keep], cells, [right[i] for i in keep], [shrinkable[i] for i in keep]
+    return [escape(headers[i]) for i in keep], cells, [right[i] for i in keep], [columns[i] for i in keep]
 
 
 _NUMBER = (int, float, decimal.Decimal)
 
 
-def _column_cells(values: list, kind: str, scale: int, starts: list | None) -> tuple[list[str], bool, bool]:
-    """A column's cells as text; (cells, all numbers, any text)."""
+def _column_cells(values: list, kind: str, scale: int, starts: list | None) -> tuple[list[str], bool]:
+    """A column's cells as text, and whether they are all numbers."""
     out = []
-    numbers = texts = 0
+    numbers = 0
+    # other numbers than units show one format per column: the decimals of its most precise value
+    places = max((units.decimals(v) for v in values if isinstance(v, (float, decimal.Decimal))), default=0) \
+        if kind == "plain" else 0
     for j, v in enumerate(values):
         if v is None:
             out.append("")
             continue
         if isinstance(v, _NUMBER) and not isinstance(v, bool):
             numbers += 1
-            out.append(_number(v, kind, scale, None if starts is None else starts[j]))
+            out.append(_number(v, kind, scale, None if starts is None else starts[j], places))
             continue
         if isinstance(v, (str, list, dict, tuple)):
-            texts += 1
             out.append(escape(v if isinstance(v, str) else _nested_text(v)))
         else:
             out.append(escape(str(v)))
-    return out, numbers > 0 and numbers == len(values) - values.count(None), texts > 0
+    return out, numbers > 0 and numbers == len(values) - values.count(None)
 
 
-def _number(v, kind: str, scale: int, start: int | None) -> str:
+def _number(v, kind: str, scale: int, start: int | None, places: int) -> str:
     if kind == "duration":
         return units.duration(v * scale)
     if kind == "timestamp":
@@ -427,6 +432,8 @@ def _number(v, kind: str, scale: int, start: int | None) -> str:
         return units.pct(v)
     if kind == "id":
         return str(v)
+    if places:
+        return units.fixed(v, places)
     return units.count(v) if isinstance(v, int) else units.number(v)
 
 
@@ -438,48 +445,32 @@ def _markdown(headers: list[str], cells: list[list[str]], right: list[bool]) -> 
     return [row(headers), rule] + [row(r) for r in cells]
 
 
+# ---- the table format, drawn by rich -------------------------------------------------------------------
+
+
 def cell_width(text: str) -> int:
-    """Terminal columns a text takes (wide East Asian characters two, combining marks none)."""
+    """Terminal columns a text takes (wide East Asian characters two, combining marks none), as rich
+    counts them."""
     if text.isascii():
         return len(text)
-    # only the characters beyond ASCII are looked up (a shortened name holds one: the ellipsis)
-    return len(text) + sum(_char_width(c) - 1 for c in _NON_ASCII.findall(text))
+    from rich.cells import cell_len  # rich only where a table shows text beyond ASCII
+
+    return cell_len(text)
 
 
-_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+@dataclass
+class TableColumn:
+    """A column of the table format: its header and cells as text, and how it may fit a terminal."""
+
+    header: str
+    cells: list[str]
+    right: bool  # numbers: right-aligned
+    wraps: bool  # long text may wrap inside the cell (numbers and ids never do)
+    role: str | None = None  # key, result or detail (a report's columns, see catalog.parse_report); None: no role
 
 
-def _char_width(c: str) -> int:
-    if unicodedata.combining(c):
-        return 0
-    return 2 if unicodedata.east_asian_width(c) in "WF" else 1
-
-
-def shorten(text: str, width: int) -> str:
-    """Text cut to `width` columns with an ellipsis in the middle: a kernel name keeps its start and end."""
-    if cell_width(text) <= width:
-        return text
-    if width <= 1:
-        return "…"[:width]
-    head_w = (width - 1 + 1) // 2
-    tail_w = width - 1 - head_w
-    if text.isascii():
-        return text[:head_w] + "…" + (text[-tail_w:] if tail_w else "")
-    def take(chars, budget: int) -> tuple[list[str], int]:
-        got, used = [], 0
-        for c in chars:
-            if used + _char_width(c) > budget:
-                break
-            got.append(c)
-            used += _char_width(c)
-        return got, used
-
-    head, used = take(text, head_w)
-    tail, _ = take(reversed(text), width - 1 - used)  # what a wide character left over goes to the end
-    return "".join(head) + "…" + "".join(reversed(tail))
-
-
-MIN_TEXT_WIDTH = 16
+MIN_TEXT_WIDTH = 16  # a column without a role is left out before its text wraps narrower than this
+LEAST_TEXT_WIDTH = 6  # key and result text wraps down to this before the table outgrows the terminal
 
 
 def fit_widths(natural: list[int], minimum: list[int], budget: int) -> list[int]:
@@ -522,55 +513,116 @@ def _wrap_header(header: str, width: int) -> list[str]:
     return lines
 
 
-def _table(headers: list[str], cells: list[list[str]], right: list[bool], shrinkable: list[bool],
-           width: int | None) -> tuple[list[str], list[str]]:
-    """Box-drawn table lines; (lines, headers of the columns left out to fit `width`).
+def table_layout(columns: list[TableColumn], width: int | None) -> list[tuple[int, int]]:
+    """The columns a table shows and their widths, (index, width) each, to fit `width` terminal
+    columns (None: all of them, each on one line): detail columns are left out first, from the
+    right, until the rest fits on one line; then headers wrap at `_`, and long text wraps, the widest
+    first; columns without a role are left out from the right where even text wrapped at
+    MIN_TEXT_WIDTH does not fit. Key and result columns always stay (but for one without a value in
+    any row, which goes with the details): where they cannot fit, the table is wider than the
+    terminal."""
+    body = [max((cell_width(c) for c in col.cells), default=0) for col in columns]
+    piece = [max(cell_width(p) for p in _header_pieces(col.header)) for col in columns]
+    natural = [max(b, cell_width(col.header)) for b, col in zip(body, columns)]
+    # the narrowest each may get: numbers whole (headers wrapped), text wrapped at `floor` columns (or
+    # all of it, when shorter)
+    def least(i: int, floor: int) -> int:
+        return max(piece[i], min(body[i], floor) if columns[i].wraps else body[i])
 
-    To fit, headers wrap at `_` and long text is shortened in the middle (never a number or an id);
-    columns that still do not fit are left out from the right."""
-    n = len(headers)
-    body = [max([0] + [cell_width(r[i]) for r in cells]) for i in range(n)]
-    natural = [max(cell_width(headers[i]), body[i]) for i in range(n)]
-    shown = list(range(n))
-    widths = list(natural)
-    if width is not None:
-        # first long text gives way, then headers wrap; what then still does not fit is left out
-        cells_min = [min(body[i], MIN_TEXT_WIDTH) if shrinkable[i] else body[i] for i in range(n)]
-        whole_head = [max(cell_width(headers[i]), cells_min[i]) for i in range(n)]
-        wrapped_head = [max([cells_min[i]] + [cell_width(p) for p in _header_pieces(headers[i])]) for i in range(n)]
-        while len(shown) > 1 and sum(wrapped_head[i] + 3 for i in shown) + 1 > width:
-            shown.pop()
-        budget = width - 3 * len(shown) - 1
-        fitted = fit_widths([natural[i] for i in shown], [whole_head[i] for i in shown], budget)
-        if sum(fitted) > budget:
-            fitted = fit_widths([whole_head[i] for i in shown], [wrapped_head[i] for i in shown], budget)
-        for i, w in zip(shown, fitted):
-            widths[i] = w
-    hidden = [headers[i] for i in range(n) if i not in shown]
+    shown = list(range(len(columns)))
+    if width is None:
+        return [(i, natural[i]) for i in shown]
 
-    def line(values: list[str]) -> list[str]:
-        parts = []
-        for i in shown:
-            text = shorten(values[i], widths[i])
-            pad = " " * (widths[i] - cell_width(text))
-            parts.append(pad + text if right[i] else text + pad)
-        return parts
+    def room() -> int:  # for the cells, beside the borders and a space either side of each
+        return width - 3 * len(shown) - 1
 
-    def rule(left: str, fill: str, mid: str, end: str) -> str:
-        return left + mid.join(fill * (widths[i] + 2) for i in shown) + end
+    # a column with no value in any row (GPU time in a CPU trace) shows nothing: it goes with the details
+    blank = [col.cells and not any(col.cells) for col in columns]
+    for i in reversed(range(len(columns))):
+        if sum(natural[j] for j in shown) <= room():
+            break
+        if (columns[i].role == "detail" or blank[i]) and len(shown) > 1:
+            shown.remove(i)
+    for i in reversed(range(len(columns))):
+        if sum(least(j, MIN_TEXT_WIDTH) for j in shown) <= room():
+            break
+        if columns[i].role is None and i in shown and len(shown) > 1:
+            shown.remove(i)
+    # headers wrap at `_` before any cell does (a line once, not a line per row); then the widest text
+    # gives way first; what text leaves over goes back to the headers
+    fixed = [i for i in shown if not columns[i].wraps]
+    text = [i for i in shown if columns[i].wraps]
+    text_widths = fit_widths([natural[i] for i in text], [least(i, LEAST_TEXT_WIDTH) for i in text],
+                             room() - sum(least(i, LEAST_TEXT_WIDTH) for i in fixed))
+    fixed_widths = fit_widths([natural[i] for i in fixed], [least(i, LEAST_TEXT_WIDTH) for i in fixed],
+                              room() - sum(text_widths))
+    widths = dict(zip(text, text_widths)) | dict(zip(fixed, fixed_widths))
+    return [(i, widths[i]) for i in shown]
 
-    wrapped = {i: _wrap_header(headers[i], widths[i]) for i in shown}
-    depth = max((len(w) for w in wrapped.values()), default=1)
-    head = []
-    for k in range(depth):
-        values = [""] * n
-        for i in shown:
-            values[i] = wrapped[i][k] if k < len(wrapped[i]) else ""
-        head.append("┃ " + " ┃ ".join(line(values)) + " ┃")
-    out = [rule("┏", "━", "┳", "┓"), *head, rule("┡", "━", "╇", "┩")]
-    out += ["│ " + " │ ".join(line(r)) + " │" for r in cells]
-    out.append(rule("└", "─", "┴", "┘"))
-    return out, hidden
+
+def _cell_lines(cells: list[list[str]], widths: list[int], console) -> Iterator[list[str]]:
+    """Each row's cells as lines, a list of cells per line: a cell wider than its column wrapped by
+    rich (at spaces, and folded within a word longer than the column), the row as many lines as
+    its tallest cell."""
+    from rich.text import Text
+
+    wraps = [j for j, (col, w) in enumerate(zip(cells, widths)) if any(cell_width(c) > w for c in col)]
+    wrapped: dict[tuple[str, int], list[str]] = {}  # a call site or a shape comes back row after row
+
+    def lines(text: str, width: int) -> list[str]:
+        if cell_width(text) <= width:
+            return [text]
+        if (text, width) not in wrapped:
+            wrapped[text, width] = [line.plain for line in Text(text).wrap(console, width, overflow="fold")]
+        return wrapped[text, width]
+
+    for row in zip(*cells):
+        if not any(cell_width(row[j]) > widths[j] for j in wraps):
+            yield list(row)
+            continue
+        parts = [lines(c, w) for c, w in zip(row, widths)]
+        for k in range(max(len(p) for p in parts)):
+            yield [p[k] if k < len(p) else "" for p in parts]
+
+
+def write_table(columns: list[TableColumn], out: TextIO, width: int | None) -> list[str]:
+    """Draw the table format with rich: a heavy header box, long text wrapped inside its cell (folded
+    where a word is longer than the cell, never shortened), numbers right-aligned; fit to `width`
+    (see table_layout; None: every column on one line). Returns the headers of the columns left out.
+
+    rich draws the header and the box and wraps the cells; the rows' lines are laid into that box
+    here, with its characters: the text rich draws with a row of its own per row of the result
+    (test_output checks it), which costs rich about 1.2 ms a row (2.8 s for the 2,259 rows of
+    ops-by-shape over the shared CPU traces; 47 ms this way)."""
+    # rich costs a tenth of a second to import: only the table format pays it
+    from rich import box
+    from rich.console import Console
+    from rich.table import Column, Table
+    from rich.text import Text
+
+    layout = table_layout(columns, width)
+    widths = [w for _, w in layout]
+    console = Console(file=out, width=max(width or 0, sum(widths) + 3 * len(widths) + 1), color_system=None,
+                      force_terminal=False, force_jupyter=False, force_interactive=False, highlight=False,
+                      markup=False, emoji=False, legacy_windows=False, soft_wrap=False)
+    frame = Table(*(Column(header=Text("\n".join(_wrap_header(columns[i].header, w)),
+                                       justify="right" if columns[i].right else "left"), width=w)
+                    for i, w in layout), box=box.HEAVY_HEAD, header_style="", show_edge=True)
+    with console.capture() as captured:
+        console.print(frame)
+    head = captured.get().splitlines()  # top edge, header, its rule, bottom edge
+    edges = frame.box.substitute(console.options)  # the characters rich drew it with
+    right = [columns[i].right for i, _ in layout]
+
+    def line(cells: list[str]) -> str:
+        return edges.mid_left + edges.mid_vertical.join(
+            f" {' ' * (w - cell_width(c))}{c} " if r else f" {c}{' ' * (w - cell_width(c))} "
+            for c, w, r in zip(cells, widths, right)) + edges.mid_right
+
+    body = _cell_lines([columns[i].cells for i, _ in layout], widths, console) if columns else iter(())
+    out.write("\n".join([*head[:-1], *map(line, body), head[-1]]) + "\n")
+    shown = {i for i, _ in layout}
+    return [c.header for i, c in enumerate(columns) if i not in shown]
 
 
 def integral(columns: list[str], rows: list[tuple], names: Iterable[str]) -> list[tuple]:

@@ -4,6 +4,7 @@ them, and which columns hold what (by the house naming: `_ns`, `bytes`, `_pct`, 
 from __future__ import annotations
 
 import decimal
+import math
 import re
 
 # Time units, the one table of them: unit -> ns per unit, smallest first (durations shown, times
@@ -102,6 +103,29 @@ def count(n: int) -> str:
 def pct(x: float) -> str:
     """A percentage (0-100) with one decimal: `40.9`."""
     return f"{float(x):.1f}"
+
+
+MAX_DECIMALS = 6
+
+
+def decimals(x: float | decimal.Decimal) -> int:
+    """The decimals x is written with, at most MAX_DECIMALS: 0.667 -> 3, 2.0 -> 0, NaN -> 0."""
+    try:
+        text = f"{x:.{MAX_DECIMALS}f}"
+    except (ValueError, TypeError):
+        return 0
+    return len(text.partition(".")[2].rstrip("0")) if text[-1:].isdigit() else 0
+
+
+def fixed(x: float | decimal.Decimal, places: int) -> str:
+    """x with `places` decimals and thousands separators (`1,030.110`), the format of a column of them;
+    NaN and infinities as written."""
+    try:
+        if not math.isfinite(x):
+            return str(x)
+    except (ValueError, TypeError, ArithmeticError):
+        return str(x)
+    return f"{x:,.{places}f}"
 
 
 def number(x: float | decimal.Decimal) -> str:
