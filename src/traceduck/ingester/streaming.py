@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Iterator
 
 import ijson
-import orjson
+import msgspec
 
 from ..errors import InputError, NotATrace
 from .reader import MAX_EVENT_BYTES, RawSource, TraceLayout, too_large
@@ -25,7 +25,7 @@ _OPEN = ("start_map", "start_array")
 _CLOSE = ("end_map", "end_array")
 FEED = 64 << 10  # bytes handed to ijson at a time: the resolution of "near byte N"
 READ = 1 << 20
-# Values nested deeper than this are kept as their JSON text (orjson and Python recurse).
+# Values nested deeper than this are kept as their JSON text (msgspec and Python recurse).
 MAX_DEPTH = 200
 DEEP_VALUE = f"value nested deeper than {MAX_DEPTH} levels (kept as JSON text)"
 
@@ -203,7 +203,7 @@ class StreamingEvents:
             self._batch = []
             yield batch
 
-    def _build(self, it, event: str, value: object, deep=orjson.Fragment) -> object:
+    def _build(self, it, event: str, value: object, deep=msgspec.Raw) -> object:
         """A parsed value; containers deeper than MAX_DEPTH become `deep(their JSON text)`."""
         if event not in _OPEN:
             return value
