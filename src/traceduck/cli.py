@@ -158,10 +158,11 @@ def runs(store: Optional[Path] = StoreOpt, format: Format = FormatOpt, wide: boo
 
     with open_store(store) as db:
         rows = db.runs()
-    columns = ["run_id", "name", "labels", "event_count", "rank", "duration_ms", "ingested_at", "source_path",
+    # integer ns like every csv and json; a table shows it in the unit that fits
+    columns = ["run_id", "name", "labels", "event_count", "rank", "duration_ns", "ingested_at", "source_path",
                "salvaged", "warnings"]
     table = [(r["run_id"], r["name"], r["labels"], r["event_count"], r["rank"],
-              None if r["start_ns"] is None else round((r["end_ns"] - r["start_ns"]) / 1e6, 3),
+              None if r["start_ns"] is None else r["end_ns"] - r["start_ns"],
               r["ingested_at"], r["source_path"], bool(r.get("salvaged")), r.get("warnings") or {}) for r in rows]
     render(columns, table, format, sys.stdout, View(wide=wide))
 

@@ -44,6 +44,9 @@ NEST_BATCH = 1 << 18
 _RANK_IN_NAME = re.compile(r"(?:rank|worker)[-_]?(\d+)", re.I)
 LONG_NAME_CHARS = 1 << 16
 NO_EVENTS = "traceEvents holds no events"
+# Slices on one track that overlap without nesting: a warning of the run (its count also in
+# runs.overlap_count), common in real traces
+OVERLAPS = "partially overlapping event pairs"
 # Positions of skipped traceEvents items listed in the warning's key, at most.
 LISTED_POSITIONS = 20
 
@@ -244,6 +247,8 @@ def ingest_file(path: Path, store: Store, name: str | list[str] | None = None, l
                              "Its values are too large to sort here (names or args of many MB); shorten them, "
                              "or free disk space for the spill if that ran out") from None
         warnings.update(read_warnings)
+        if overlaps:  # in the result as in the run's row
+            warnings[OVERLAPS] = overlaps
         if cut is not None:
             warnings[f"salvaged: {cut.what} at byte {cut.offset:,}; complete events kept"] = count
         seconds = time.perf_counter() - started
@@ -712,8 +717,6 @@ def _write_run_row(tmp: Path, path: Path, run_id: str, name: str, labels: dict[s
         con.close()
     meta = layout.metadata
     rank, world = _rank_from(layout, path)
-    if overlaps:
-        warnings = {**warnings, "partially overlapping event pairs": overlaps}
     trace_name = meta.get("traceName")
     row = {
         "run_id": [run_id],
