@@ -291,6 +291,13 @@ def not_traces() -> list[Variant]:
                 error=f"{{path}}: not a trace (none of the 3 items of traceEvents is an object). {hint} of objects."),
         Variant("events-of-strings", "trace.json", b'{"traceEvents": ["a", "b"]}',
                 error=f"{{path}}: not a trace (none of the 2 items of traceEvents is an object). {hint} of objects."),
+        # objects, but none with ph, or name and ts: JSON of another kind
+        Variant("array-of-objects-not-events", "trace.json", b'[{"a": 1}, {"b": 2}]',
+                error=f"{{path}}: not a trace (none of the 2 items of traceEvents is an event; an event has ph, or name "
+                      f"and ts). {hint} of events."),
+        Variant("one-object-not-an-event", "trace.json", b'{"traceEvents": [{"name": "x", "dur": 1}]}',
+                error=f"{{path}}: not a trace (the one item of traceEvents is not an event; an event has ph, or name "
+                      f"and ts). {hint} of events."),
         Variant("binary", "trace.json", binary,
                 error=f"{{path}}: not JSON (starts with {binary[:12]!r}). Give a Chrome trace (.json or .json.gz)."),
     ]
