@@ -100,20 +100,38 @@ def ingest(
     labels = _labels(label)
     started = time.perf_counter()
     show_progress = not quiet and sys.stderr.isatty()
-    if show_progress:
-        results = _ingest_with_progress(paths, store, name, labels, force, jobs, salvage)
-    else:
-        results = ingest_traces(paths, store=store, name=name, labels=labels, force=force, jobs=jobs, salvage=salvage)
+    failed: TraceduckError | None = None
+    try:
+        if show_progress:
+            results = _ingest_with_progress(paths, store, name, labels, force, jobs, salvage)
+        else:
+            results = ingest_traces(paths, store=store, name=name, labels=labels, force=force, jobs=jobs,
+                                    salvage=salvage)
+        outcomes = [(r.path, r) for r in results]
+    except TraceduckError as e:
+        if not hasattr(e, "outcomes"):  # one file, or nothing to ingest: the error alone says it
+            raise
+        # some files failed, the others landed: say what happened to each, then the error
+        failed, outcomes = e, e.outcomes
+        results = [r for _, r in outcomes if not isinstance(r, TraceduckError)]
     err = typer.get_text_stream("stderr")
-    for r in results:
+    for path, r in outcomes:
+        if isinstance(r, TraceduckError):
+            err.write(f"{path}: failed: {_reason(r, path)}\n")
+            continue
         if r.not_a_trace:
             if not quiet:
-                err.write(f"{r.path}: not a trace ({r.not_a_trace}), skipped\n")
+                err.write(f"{path}: not a trace ({r.not_a_trace}), skipped\n")
         elif r.skipped and not quiet:
             err.write(f"{r.path.name}: already in the store as run {short_id(r.run_id)} (use --force to replace it)\n")
-        elif r.warnings and not quiet:
-            listed = ", ".join(f"{v:,} {k}" for k, v in sorted(r.warnings.items()))
-            err.write(f"{r.path.name}: warnings: {listed}\n")
+        elif not quiet:
+            if failed is not None:
+                err.write(f"{path}: ingested as run {short_id(r.run_id)} '{r.name}' ({r.events:,} events)\n")
+            # overlapping slices are common in real traces: counted in the run's warnings, not said here
+            said = {k: v for k, v in (r.warnings or {}).items() if k != OVERLAPS}
+            if said:
+                listed = ", ".join(f"{v:,} {k}" for k, v in sorted(said.items()))
+                err.write(f"{r.path.name}: warnings: {listed}\n")
         if timings and r.timings:
             err.write(f"{r.path.name}: " + ", ".join(f"{k} {v:.2f}s" for k, v in r.timings.items()) + "\n")
     if not quiet:
@@ -125,9 +143,34 @@ def ingest(
             runs = f"{len(new):,} runs ({runs} and {len(new) - INGEST_RUNS_NAMED:,} more)"
         typer.echo(f"{events:,} events -> {runs} in {time.perf_counter() - started:.1f} s, "
                    f"store {size(st.size_bytes())} ({st.path})")
+    if failed is not None:
+        raise _failed_files(outcomes)
 
 
 INGEST_RUNS_NAMED = 8  # the ingest summary names this many new runs
+OVERLAPS = "partially overlapping event pairs"  # ingester.pipeline.OVERLAPS (the ingester loads only when used)
+
+
+def _failed_files(outcomes: list) -> InputError:
+    """The error of an ingest in which some files failed: which, and what came of the others."""
+    bad = [str(p) for p, r in outcomes if isinstance(r, TraceduckError)]
+    done = [r for _, r in outcomes if not isinstance(r, TraceduckError)]
+    counts = [(sum(not r.skipped for r in done), "ingested"),
+              (sum(r.skipped and not r.not_a_trace for r in done), "already in the store"),
+              (sum(bool(r.not_a_trace) for r in done), "not a trace")]
+    others = ", ".join(f"{n:,} {what}" for n, what in counts if n) or "none ingested"
+    listed = ", ".join(bad[:INGEST_RUNS_NAMED]) + (f" and {len(bad) - INGEST_RUNS_NAMED:,} more" if len(bad) > INGEST_RUNS_NAMED else "")
+    return InputError(f"{len(bad):,} of {len(outcomes):,} files failed ({listed}); of the others: {others}",
+                      "The lines above say what happened to each file")
+
+
+def _reason(e: TraceduckError, path: Path) -> str:
+    """A file's error without the file's path it starts with."""
+    text = e.one_line()
+    for prefix in (f"{Path(path).absolute()}: ", f"{path}: "):
+        if text.startswith(prefix):
+            return text[len(prefix):]
+    return text
 
 
 def _ingest_with_progress(files, store, name, labels, force, jobs, salvage):
