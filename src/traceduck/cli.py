@@ -589,7 +589,8 @@ def usage_message(e: click_errors.UsageError, args: list[str]) -> str:
     see = f"Run `{where} --help` to see its options" if where != "traceduck" else \
         "Run `traceduck --help` to see the commands"
     if isinstance(e, click_errors.NoSuchOption):
-        return _line(f"{where}: no option {e.option_name}", did_you_mean(e.option_name, e.possibilities or [], quote="") or see)
+        return _line(f"{where}: no option {e.option_name}",
+                     did_you_mean(e.option_name, e.possibilities or [], quote="") or see)
     if isinstance(e, click_errors.MissingParameter) and e.param is not None:
         if e.param.param_type_name == "argument":
             return _line(f"{where}: missing argument {_param_name(e.param)}", f"Usage: {_usage(ctx)}")
