@@ -568,10 +568,10 @@ def main(argv: list[str] | None = None) -> None:
             traceback.print_exc()
         typer.echo(f"Error: internal error ({type(e).__name__}: {e}). Re-run with --debug and report it.", err=True)
         sys.exit(2)
-    if isinstance(code, int) and code:
-        if code == 130:
-            typer.echo("Interrupted.", err=True)
-        sys.exit(code)
+    code = code if isinstance(code, int) else 0
+    if code == 130:
+        typer.echo("Interrupted.", err=True)
+    sys.exit(code)  # as the parser's standalone mode did: callers see SystemExit, 0 too
 
 
 _CHOICE = re.compile(r"^'(.*)' is not one of\b", re.S)
