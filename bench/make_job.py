@@ -29,11 +29,9 @@ def offset_us(rank: int) -> int:
 
 
 def _dumps(obj: dict) -> bytes:
-    try:
-        import orjson
-    except ImportError:
-        return json.dumps(obj, separators=(",", ":")).encode()
-    return orjson.dumps(obj)
+    import msgspec
+
+    return msgspec.json.encode(obj)
 
 
 def load(path: Path) -> dict:

@@ -103,6 +103,30 @@ def truncations(base: bytes) -> list[Variant]:
     return out
 
 
+# Values whose text a cut can end inside of, and where to cut each: after the text before `|`.
+CUT_VALUES = b'[-5, 1e5, 1.5e-3, 2.0, "\\u00e9x", true, null, false, NaN, -Infinity]'
+CUTS_INSIDE = ["[-", "1e", "1.5e-", "2.", '"\\u0', '"\\u00e9', "tru", "nul", "fals", "Na", "-Inf"]
+
+
+def truncations_inside_values(doc: dict) -> list[Variant]:
+    """The trace cut inside a number, a literal or an escape (after a minus sign, inside `1e`, a
+    `\\u` escape, `tru`, ...): a truncation like any other, not "invalid JSON"."""
+    i = next(k for k, e in enumerate(doc["traceEvents"]) if e.get("ph") == "X" and "args" in e)
+    event = doc["traceEvents"][i]
+    text = _dump(_with_event(doc, i, {**event, "args": {**event["args"], "cut": "@@V@@"}}), {"V": CUT_VALUES})
+    start, ends = event_ends(text)
+    at = text.index(CUT_VALUES)
+    out = []
+    for inside in CUTS_INSIDE:
+        cut = at + CUT_VALUES.index(inside.encode()) + len(inside)
+        k = complete_before(ends, cut)
+        out.append(Variant(f"truncated-inside-{inside}", "trace.json", text[:cut],
+                           error=f"{{path}}: the trace is truncated (it ends at byte {cut:,}, after {k:,} complete "
+                                 f"events). Re-run with --salvage to keep the {k:,} complete events.",
+                           salvage_count=k))
+    return out
+
+
 def _with_event(doc: dict, index: int, event: dict) -> dict:
     events = list(doc["traceEvents"])
     events[index] = event
@@ -267,6 +291,13 @@ def not_traces() -> list[Variant]:
                 error=f"{{path}}: not a trace (none of the 3 items of traceEvents is an object). {hint} of objects."),
         Variant("events-of-strings", "trace.json", b'{"traceEvents": ["a", "b"]}',
                 error=f"{{path}}: not a trace (none of the 2 items of traceEvents is an object). {hint} of objects."),
+        # objects, but none with ph, or name and ts: JSON of another kind
+        Variant("array-of-objects-not-events", "trace.json", b'[{"a": 1}, {"b": 2}]',
+                error=f"{{path}}: not a trace (none of the 2 items of traceEvents is an event; an event has ph, or name "
+                      f"and ts). {hint} of events."),
+        Variant("one-object-not-an-event", "trace.json", b'{"traceEvents": [{"name": "x", "dur": 1}]}',
+                error=f"{{path}}: not a trace (the one item of traceEvents is not an event; an event has ph, or name "
+                      f"and ts). {hint} of events."),
         Variant("binary", "trace.json", binary,
                 error=f"{{path}}: not JSON (starts with {binary[:12]!r}). Give a Chrome trace (.json or .json.gz)."),
     ]
@@ -304,7 +335,7 @@ def corpus(shared: Path) -> list[Variant]:
     directory = Variant("directory-with-one-bad-file", "dir", None,
                         error_prefix="1 of 3 files failed (2 ingested); first: {path}/b.json: the trace is truncated",
                         files={"a.json": good, "b.json": base[: len(base) // 2], "c.json.gz": gz})
-    return truncations(base) + lexical(doc) + types(doc) + lenient(base) + not_traces() + gzips(gz) + [directory]
+    return truncations(base) + truncations_inside_values(doc) + lexical(doc) + types(doc) + lenient(base) + not_traces() + gzips(gz) + [directory]
 
 
 def write(variant: Variant, where: Path) -> Path:

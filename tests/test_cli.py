@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+import traceduck
 from conftest import ROOT, SAMPLES
 
 BUGGY = SAMPLES / "buggy.json.gz"
@@ -268,8 +269,14 @@ def test_runs_lists_each_run_with_its_event_count(samples_store, capsys):
         "buggy": (run_id_of(BUGGY), sample_events(BUGGY), {}, False),
         "fixed": (run_id_of(FIXED), sample_events(FIXED), {}, False)}
     code, out, _ = cli(capsys, "runs", "--store", samples_store, "-f", "csv")
-    assert out.splitlines()[0] == "run_id,name,labels,event_count,rank,duration_ms,ingested_at,source_path,salvaged,warnings"
+    assert out.splitlines()[0] == "run_id,name,labels,event_count,rank,duration_ns,ingested_at,source_path,salvaged,warnings"
     assert len(out.splitlines()) == 3
+    # integer ns, the run's span, as every csv and json gives times
+    with traceduck.open(samples_store) as db:
+        spans = dict(db.sql("SELECT name, end_ns - start_ns FROM runs").fetchall())
+    assert {n: r["duration_ns"] for n, r in rows.items()} == spans
+    assert all(type(r["duration_ns"]) is int for r in rows.values())
+    assert [line.split(",")[5] for line in out.splitlines()[1:]] == [str(spans["buggy"]), str(spans["fixed"])]
 
 
 def test_sql_answers_in_every_format(samples_store, capsys):

@@ -200,8 +200,6 @@ def test_whole_run_export_keeps_digits_beyond_a_double(samples_store, tmp_path):
     assert trace_difference(original, back) is None
 
 
-@pytest.mark.xfail(strict=True, reason="list and object args are written with orjson, which writes NaN and "
-                                       "Infinity as null (ingester/convert.py: dumps_json, _json_texts)")
 def test_whole_run_export_keeps_nan_inside_lists_and_objects(samples_store, tmp_path):
     text = NUMBERS_TRACE.replace('"m": 7', '"m": 7, "l": [1, NaN, -Infinity], "d": {"x": NaN}')
     original, back = _export_back(samples_store, tmp_path, text)

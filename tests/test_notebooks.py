@@ -6,7 +6,9 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+import shlex
 import socket
+import subprocess
 import sys
 from pathlib import Path
 
@@ -106,3 +108,39 @@ def test_walkthrough_uses_only_the_public_api():
     used = set(re.findall(r"\btraceduck\.(\w+)", code))
     assert used and used <= set(traceduck.__all__), used
     assert "db.report(" in code and "db.diff(" in code
+
+
+def readme_notebook_commands() -> list[str]:
+    """The shell commands README gives to execute the walkthrough (its sh block after 'Notebook:')."""
+    text = (ROOT / "README.md").read_text()
+    block = text[text.index("Notebook: "):].split("```sh\n", 1)[1].split("```", 1)[0]
+    return [line for line in block.splitlines() if line.strip()]
+
+
+def test_readme_notebook_command_needs_only_the_notebook_extra():
+    """`pip install '.[notebook]'` brings what the README's command runs (nbconvert was missing)."""
+    import tomllib
+
+    install, *run = readme_notebook_commands()
+    assert install == "pip install '.[notebook]'"
+    extra = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["notebook"]
+    names = {re.match(r"[\w.-]+", req).group(0).lower() for req in extra}
+    assert run and all(line.startswith("jupyter nbconvert ") for line in run)
+    assert {"nbconvert", "ipykernel", "pandas", "matplotlib"} <= names
+
+
+@pytest.mark.slow
+def test_readme_notebook_command_runs(tmp_path, kernel_env):
+    """The README's command, run as written from the repository (the executed copy to a temporary
+    directory, not the repository), on this environment's kernel."""
+    require("nbconvert")
+    (command,) = readme_notebook_commands()[1:]
+    argv = shlex.split(command)
+    argv[argv.index("--output-dir") + 1] = str(tmp_path / "executed")
+    jupyter = Path(sys.executable).with_name("jupyter")
+    p = subprocess.run([str(jupyter), *argv[1:], f"--ExecutePreprocessor.kernel_name={kernel_env}"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    nb = json.loads((tmp_path / "executed" / "walkthrough.ipynb").read_text())
+    outputs = [o for c in nb["cells"] if c["cell_type"] == "code" for o in c["outputs"]]
+    assert outputs and not [o for o in outputs if o["output_type"] == "error"]

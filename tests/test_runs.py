@@ -369,8 +369,19 @@ def test_directory_ingest_is_recursive_and_skips_what_is_not_a_trace(tmp_path, s
     # a file that is not a trace, named alone or among others: an error
     msg = f"{d}/notes.json: not a trace (no traceEvents key). A PyTorch profiler trace is a JSON object with a traceEvents list."
     assert fails("ingest", d / "notes.json", "--store", store) == f"Error: {msg}\n"
-    assert fails("ingest", d / "notes.json", d / "a" / "x.json", "--store", store) == \
-        f"Error: 1 of 2 files failed (1 ingested); first: {msg}\n"
+    # among others: what happened to each file, the summary line, then the error
+    code, out, err = cli("ingest", d / "notes.json", d / "a" / "x.json", "--store", store)
+    assert (code, out.startswith("0 events -> no new runs in ")) == (1, True), (out, err)
+    assert err == (f"{d}/notes.json: failed: not a trace (no traceEvents key). A PyTorch profiler trace is a JSON "
+                   "object with a traceEvents list.\n"
+                   f"x.json: already in the store as run {run_id_of(d / 'a' / 'x.json')[:12]} (use --force to replace it)\n"
+                   f"Error: 1 of 2 files failed ({d}/notes.json); of the others: 1 already in the store. The lines "
+                   "above say what happened to each file.\n")
+    with pytest.raises(traceduck.errors.InputError) as failed:  # from Python: the first failure, and every outcome
+        traceduck.ingest([d / "notes.json", d / "a" / "x.json"], store=store)
+    assert failed.value.one_line() == f"1 of 2 files failed (1 ingested); first: {msg}"
+    assert [(p, type(r).__name__) for p, r in failed.value.outcomes] == [(d / "notes.json", "NotATrace"),
+                                                                        (d / "a" / "x.json", "IngestResult")]
     assert fails("ingest", d / "empty", "--store", store) == \
         f"Error: {d}/empty: no .json or .json.gz files in this directory or below.\n"
 

@@ -4,12 +4,15 @@ and aggregates, and the top-kernels and ranks reports row for row."""
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
+import subprocess
 import sys
 from collections import Counter, defaultdict
 from decimal import Decimal
+from pathlib import Path
 
 import pytest
 
@@ -306,3 +309,53 @@ def test_ordered_lists_come_in_duckdbs_order(spark, db, views):
         "SELECT list(x ORDER BY k DESC NULLS LAST) AS a, list(x) FILTER (WHERE x > 9) AS b, first(x ORDER BY k) AS c"
         " FROM (VALUES (1, 3), (2, NULL), (3, 5)) t(x, k)")).collect()
     assert [tuple(value(v) for v in r) for r in rows] == [((3, 1, 2), None, 1)]
+
+
+# --- from a virtual environment, as a user runs it ----------------------------------------------------
+
+USER_SCRIPT = """
+import json, sys
+from pyspark.sql import SparkSession
+from traceduck import spark as tds
+
+spark = (SparkSession.builder.master("local[2]").appName("traceduck-venv").config("spark.ui.enabled", "false")
+         .config("spark.sql.shuffle.partitions", "2").getOrCreate())
+results = tds.ingest(spark, sys.argv[2:], sys.argv[1])
+views = tds.register(spark, sys.argv[1])
+print(json.dumps({"events": [r.events for r in results], "not_portable": sorted(views.not_portable)}))
+spark.stop()
+"""
+
+
+def readme_not_portable_views() -> set[str]:
+    """The views README's table of what Spark cannot run names (first column, reports left out)."""
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    table = text[text.index("Not portable, with why:"):].split("\n\n")[1]
+    names = set()
+    for row in table.splitlines()[2:]:
+        first = row.split("|")[1]
+        names |= set(re.findall(r"(?<!report )`(\w+)`", first))
+    return names
+
+
+@pytest.mark.slow  # 40 s
+def test_spark_from_a_virtual_environment_without_pyspark_python(tmp_path):
+    """Workers run the driver's interpreter when PYSPARK_PYTHON is unset (else they run `python3`,
+    which lacks traceduck), and `register` logs no error for the views it leaves out; those are the
+    README's list of views Spark cannot run, in full."""
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        _missing("pyspark is not installed (pip install 'traceduck[spark]')")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON")}
+    files = [str(shared_dir() / rel) for rel in RANKS]
+    p = subprocess.run([sys.executable, "-c", USER_SCRIPT, str(tmp_path / "store"), *files], capture_output=True,
+                       text=True, env=env, timeout=600)
+    if p.returncode and "JAVA_HOME" in p.stderr:
+        _missing("cannot start a local Spark session (no Java)")
+    assert p.returncode == 0, p.stderr[-3000:]
+    got = json.loads(p.stdout.splitlines()[-1])
+    assert all(n > 0 for n in got["events"]) and len(got["events"]) == 2
+    assert "No module named" not in p.stderr
+    assert not [line for line in p.stderr.splitlines() if "ERROR" in line or line.startswith("\tat ")], p.stderr[-3000:]
+    assert set(got["not_portable"]) == readme_not_portable_views()

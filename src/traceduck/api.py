@@ -79,7 +79,9 @@ def ingest(paths: str | os.PathLike | Iterable[str | os.PathLike], store: str | 
     damaged trace keeps its complete events before the cut.
 
     A file found in a directory that is JSON but not a trace (no traceEvents list) is skipped: its
-    result has `not_a_trace` set. A file named alone that is not a trace is an error. Default run
+    result has `not_a_trace` set. A file named alone that is not a trace is an error. When some
+    files fail, the others still land and the first failure is raised, saying how many failed; its
+    `outcomes` are (path, IngestResult or the file's error) for every file, in order. Default run
     names that collide (two files, or another run in the store) get their parent directory
     prefixed; see `default_names`."""
     from .ingester import IngestResult, default_jobs, ingest_file
@@ -166,12 +168,17 @@ def _settle_duplicates(files: list[Path], results: dict[Path, IngestResult], st:
 
 
 def _raise_first(files: list[Path], results: dict[Path, IngestResult], errors: list[tuple[Path, TraceduckError]]) -> None:
+    """Raise the first failure (by path order), saying how many files failed, with every file's
+    outcome attached (see `ingest`)."""
     if errors:
         errors.sort(key=lambda pe: files.index(pe[0]))
         first = errors[0][1]
         ingested = sum(not r.not_a_trace for r in results.values())
-        raise (InputError if isinstance(first, NotATrace) else type(first))(
+        error = (InputError if isinstance(first, NotATrace) else type(first))(
             f"{len(errors)} of {len(files)} files failed ({ingested} ingested); first: {first.message}", first.hint)
+        failed = dict(errors)
+        error.outcomes = [(f, results[f] if f in results else failed[f]) for f in files]
+        raise error
 
 
 def _ingest_many(files: list[Path], names: dict[Path, str | list[str]], taken: dict[str, set[str]], st: Store,

@@ -7,6 +7,7 @@ DuckDB nor pyarrow.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 import traceback
@@ -16,8 +17,13 @@ from typing import TYPE_CHECKING, Optional
 
 import typer
 
+try:  # typer 0.2x parses with its own copy of click
+    from typer._click import exceptions as click_errors
+except ImportError:  # pragma: no cover - older typer: click itself
+    from click import exceptions as click_errors
+
 from ._version import __version__
-from .errors import InputError, TraceduckError
+from .errors import InputError, TraceduckError, did_you_mean
 from .render import PEOPLE, Format, View, escape, integral, render, render_batches, row_shape
 from .store import short_id
 from .units import column_kind, size
@@ -95,20 +101,38 @@ def ingest(
     labels = _labels(label)
     started = time.perf_counter()
     show_progress = not quiet and sys.stderr.isatty()
-    if show_progress:
-        results = _ingest_with_progress(paths, store, name, labels, force, jobs, salvage)
-    else:
-        results = ingest_traces(paths, store=store, name=name, labels=labels, force=force, jobs=jobs, salvage=salvage)
+    failed: TraceduckError | None = None
+    try:
+        if show_progress:
+            results = _ingest_with_progress(paths, store, name, labels, force, jobs, salvage)
+        else:
+            results = ingest_traces(paths, store=store, name=name, labels=labels, force=force, jobs=jobs,
+                                    salvage=salvage)
+        outcomes = [(r.path, r) for r in results]
+    except TraceduckError as e:
+        if not hasattr(e, "outcomes"):  # one file, or nothing to ingest: the error alone says it
+            raise
+        # some files failed, the others landed: say what happened to each, then the error
+        failed, outcomes = e, e.outcomes
+        results = [r for _, r in outcomes if not isinstance(r, TraceduckError)]
     err = typer.get_text_stream("stderr")
-    for r in results:
+    for path, r in outcomes:
+        if isinstance(r, TraceduckError):
+            err.write(f"{path}: failed: {_reason(r, path)}\n")
+            continue
         if r.not_a_trace:
             if not quiet:
-                err.write(f"{r.path}: not a trace ({r.not_a_trace}), skipped\n")
+                err.write(f"{path}: not a trace ({r.not_a_trace}), skipped\n")
         elif r.skipped and not quiet:
             err.write(f"{r.path.name}: already in the store as run {short_id(r.run_id)} (use --force to replace it)\n")
-        elif r.warnings and not quiet:
-            listed = ", ".join(f"{v:,} {k}" for k, v in sorted(r.warnings.items()))
-            err.write(f"{r.path.name}: warnings: {listed}\n")
+        elif not quiet:
+            if failed is not None:
+                err.write(f"{path}: ingested as run {short_id(r.run_id)} '{r.name}' ({r.events:,} events)\n")
+            # overlapping slices are common in real traces: counted in the run's warnings, not said here
+            said = {k: v for k, v in (r.warnings or {}).items() if k != OVERLAPS}
+            if said:
+                listed = ", ".join(f"{v:,} {k}" for k, v in sorted(said.items()))
+                err.write(f"{r.path.name}: warnings: {listed}\n")
         if timings and r.timings:
             err.write(f"{r.path.name}: " + ", ".join(f"{k} {v:.2f}s" for k, v in r.timings.items()) + "\n")
     if not quiet:
@@ -120,9 +144,34 @@ def ingest(
             runs = f"{len(new):,} runs ({runs} and {len(new) - INGEST_RUNS_NAMED:,} more)"
         typer.echo(f"{events:,} events -> {runs} in {time.perf_counter() - started:.1f} s, "
                    f"store {size(st.size_bytes())} ({st.path})")
+    if failed is not None:
+        raise _failed_files(outcomes)
 
 
 INGEST_RUNS_NAMED = 8  # the ingest summary names this many new runs
+OVERLAPS = "partially overlapping event pairs"  # ingester.pipeline.OVERLAPS (the ingester loads only when used)
+
+
+def _failed_files(outcomes: list) -> InputError:
+    """The error of an ingest in which some files failed: which, and what came of the others."""
+    bad = [str(p) for p, r in outcomes if isinstance(r, TraceduckError)]
+    done = [r for _, r in outcomes if not isinstance(r, TraceduckError)]
+    counts = [(sum(not r.skipped for r in done), "ingested"),
+              (sum(r.skipped and not r.not_a_trace for r in done), "already in the store"),
+              (sum(bool(r.not_a_trace) for r in done), "not a trace")]
+    others = ", ".join(f"{n:,} {what}" for n, what in counts if n) or "none ingested"
+    listed = ", ".join(bad[:INGEST_RUNS_NAMED]) + (f" and {len(bad) - INGEST_RUNS_NAMED:,} more" if len(bad) > INGEST_RUNS_NAMED else "")
+    return InputError(f"{len(bad):,} of {len(outcomes):,} files failed ({listed}); of the others: {others}",
+                      "The lines above say what happened to each file")
+
+
+def _reason(e: TraceduckError, path: Path) -> str:
+    """A file's error without the file's path it starts with."""
+    text = e.one_line()
+    for prefix in (f"{Path(path).absolute()}: ", f"{path}: "):
+        if text.startswith(prefix):
+            return text[len(prefix):]
+    return text
 
 
 def _ingest_with_progress(files, store, name, labels, force, jobs, salvage):
@@ -155,7 +204,7 @@ def _ingest_with_progress(files, store, name, labels, force, jobs, salvage):
 # The columns of `traceduck runs`, `schema` and `reports` with their roles in a table too wide for the terminal
 # (see catalog.parse_report): key and result columns stay, detail columns are left out first.
 RUNS_COLUMNS = {"run_id": "key", "name": "key", "labels": "result", "event_count": "result", "rank": "key",
-                "duration_ms": "result", "ingested_at": "detail", "source_path": "detail", "salvaged": "detail",
+                "duration_ns": "result", "ingested_at": "detail", "source_path": "detail", "salvaged": "detail",
                 "warnings": "detail"}
 RELATIONS_COLUMNS = {"name": "key", "kind": "result", "description": "result"}
 RELATION_COLUMNS = {"column": "key", "type": "result", "description": "result"}
@@ -170,8 +219,9 @@ def runs(store: Optional[Path] = StoreOpt, format: Format = FormatOpt, wide: boo
 
     with open_store(store) as db:
         rows = db.runs()
+    # duration: integer ns like every csv and json; a table shows it in the unit that fits
     table = [(r["run_id"], r["name"], r["labels"], r["event_count"], r["rank"],
-              None if r["start_ns"] is None else round((r["end_ns"] - r["start_ns"]) / 1e6, 3),
+              None if r["start_ns"] is None else r["end_ns"] - r["start_ns"],
               r["ingested_at"], r["source_path"], bool(r.get("salvaged")), r.get("warnings") or {}) for r in rows]
     render(list(RUNS_COLUMNS), table, format, sys.stdout, View(wide=wide, roles=RUNS_COLUMNS))
 
@@ -297,9 +347,11 @@ def schema(
 
 
 @app.command("reports")
-def list_reports(format: Format = FormatOpt, wide: bool = WideOpt) -> None:
+def list_reports(store: Optional[Path] = StoreOpt, format: Format = FormatOpt, wide: bool = WideOpt) -> None:
     """List the canned reports."""
     from .catalog import all_reports
+
+    del store  # taken as by every command; every store has the same reports
 
     rows = [(r.name, r.title, r.description) for r in all_reports().values()]
     render(list(REPORTS_COLUMNS), rows, format, sys.stdout, View(wide=wide, roles=REPORTS_COLUMNS))
@@ -504,12 +556,23 @@ def export(
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: library errors become one line on stderr and exit code 1; usage errors are
-    reported by the argument parser (exit code 2)."""
+    """Entry point: library errors and usage errors (a misspelled option or choice, a missing
+    argument) become one line on stderr and exit code 1."""
     args = sys.argv[1:] if argv is None else argv
     debug = "--debug" in args
     try:
-        app(args=args, prog_name="traceduck")
+        # standalone_mode=False: the parser raises usage errors (said here in one line) and returns
+        # the exit code of --help, --version and typer.Exit instead of exiting
+        code = app(args=args, prog_name="traceduck", standalone_mode=False)
+    except click_errors.NoArgsIsHelpError as e:  # `traceduck` alone: its help
+        typer.echo(e.format_message())
+        code = 0
+    except click_errors.UsageError as e:
+        typer.echo(f"Error: {usage_message(e, args)}", err=True)
+        sys.exit(1)
+    except typer.Abort:
+        typer.echo("Interrupted.", err=True)
+        sys.exit(130)
     except TraceduckError as e:
         if debug:
             traceback.print_exc()
@@ -526,3 +589,80 @@ def main(argv: list[str] | None = None) -> None:
             traceback.print_exc()
         typer.echo(f"Error: internal error ({type(e).__name__}: {e}). Re-run with --debug and report it.", err=True)
         sys.exit(2)
+    code = code if isinstance(code, int) else 0
+    if code == 130:
+        typer.echo("Interrupted.", err=True)
+    sys.exit(code)  # as the parser's standalone mode did: callers see SystemExit, 0 too
+
+
+_CHOICE = re.compile(r"^'(.*)' is not one of\b", re.S)
+
+
+def usage_message(e: click_errors.UsageError, args: list[str]) -> str:
+    """A usage error of the argument parser as one line: the command and option or argument, what
+    is wrong, and a hint ("Did you mean ...?" where there are choices)."""
+    ctx = e.ctx
+    if ctx is not None:
+        where = ctx.command_path
+    else:  # raised before the command's context was made: the command is the first word that names one
+        commands = typer.main.get_command(app).commands  # type: ignore[attr-defined]
+        where = " ".join(["traceduck", *[a for a in args if a in commands][:1]])
+    see = f"Run `{where} --help` to see its options" if where != "traceduck" else \
+        "Run `traceduck --help` to see the commands"
+    if isinstance(e, click_errors.NoSuchOption):
+        return _line(f"{where}: no option {e.option_name}",
+                     did_you_mean(e.option_name, e.possibilities or [], quote="") or see)
+    if isinstance(e, click_errors.MissingParameter) and e.param is not None:
+        if e.param.param_type_name == "argument":
+            return _line(f"{where}: missing argument {_param_name(e.param)}", f"Usage: {_usage(ctx)}")
+        return _line(f"{where}: missing option {_param_name(e.param)}", see)
+    if isinstance(e, click_errors.BadOptionUsage) and "requires an argument" in e.message:
+        return _line(f"{where}: {e.option_name} needs a value", see)
+    if isinstance(e, click_errors.BadParameter) and e.param is not None:
+        name = f"{where} {_param_name(e.param)}"
+        choices = list(getattr(e.param.type, "choices", None) or [])
+        m = _CHOICE.match(e.message)
+        if choices and m:
+            values = [str(getattr(c, "value", c)) for c in choices]
+            started = [v for v in values if v.startswith(m[1].lower())]  # `cpu` for cpu_self
+            return _line(f"{name}: '{m[1]}' is not one of {', '.join(values)}",
+                         f"Did you mean {' or '.join(repr(v) for v in started)}?" if started else
+                         did_you_mean(m[1], values))
+        return _line(f"{name}: {_lower_first(e.message)}", see)
+    message = _lower_first(e.message)
+    if message.startswith("no such command"):
+        name = message.split("'")[1] if message.count("'") >= 2 else ""
+        commands = list(getattr(ctx.command, "commands", {})) if ctx is not None else []
+        hint = did_you_mean(name, commands) or f"Commands: {', '.join(commands)}"
+        return _line(f"{where}: no command '{name}'", hint)
+    if isinstance(e, click_errors.BadArgumentUsage) or message.startswith("got unexpected extra argument"):
+        return _line(f"{where}: {message}", f"Usage: {_usage(ctx)}" if ctx is not None else see)
+    return _line(f"{where}: {message}", see)
+
+
+def _line(what: str, hint: str = "") -> str:
+    return TraceduckError(" ".join(what.split()), hint).one_line()
+
+
+def _lower_first(text: str) -> str:
+    """A parser message ("Option '--store' requires an argument.") to go after a colon."""
+    text = text.strip().rstrip(".")
+    return text[:1].lower() + text[1:] if text[:2] != text[:2].upper() else text
+
+
+def _param_name(param) -> str:
+    if param.param_type_name == "argument":
+        return (param.name or "").upper()
+    opts = sorted(param.opts, key=len, reverse=True)
+    return opts[0] if opts else param.name or ""
+
+
+def _usage(ctx) -> str:
+    """`traceduck diff [OPTIONS] A B` from the command's parameters."""
+    parts = [ctx.command_path, "[OPTIONS]"]
+    for p in ctx.command.params:
+        if p.param_type_name != "argument":
+            continue
+        name = _param_name(p) + ("..." if p.nargs == -1 else "")
+        parts.append(name if p.required else f"[{name}]")
+    return " ".join(parts)

@@ -227,9 +227,10 @@ class Engine:
             return str(self.store.runs_dir) in str(e) or str(packs.packs_dir(self.store)) in str(e)
         return type(e) is duckdb.Error
 
-    def retrying(self, run: Callable[[], T], refresh: bool = False) -> T:
+    def retrying(self, run: Callable[[], T], refresh: bool = False, query: str | None = None) -> T:
         """run(); again (over a fresh list of runs when `refresh`) while a run's file turns out
-        gone mid-replace; any other DuckDB error becomes QueryError."""
+        gone mid-replace; any other DuckDB error becomes QueryError (saying where in `query` a
+        syntax error is)."""
         attempt = 0
         while True:
             if refresh:
@@ -240,7 +241,7 @@ class Engine:
                 if _READ_ONLY in str(e) and self._own_references():  # a session changing a reference table
                     continue
                 if attempt >= LOST_FILE_RETRIES or not self._lost_file(e):
-                    raise query_error(e) from None
+                    raise query_error(e, query) from None
             attempt += 1
             time.sleep(0.01 * attempt)
 
@@ -256,14 +257,15 @@ class Engine:
 
     def sql(self, query: str, params: list | dict | None = None) -> duckdb.DuckDBPyRelation:
         """A relation of the query over the store (`.fetchall()`, `.df()`, ...), on a cursor of its own."""
-        return self.retrying(lambda: self.cursor().sql(query, params=params), refresh=True)
+        return self.retrying(lambda: self.cursor().sql(query, params=params), refresh=True, query=query)
 
     def stream(self, query: str, params: list | dict | None = None, cur: duckdb.DuckDBPyConnection | None = None,
                batch_rows: int | None = None) -> Stream | None:
         """The query's rows in batches (see results.stream), on `cur` or a new cursor over every run."""
         cur = cur if cur is not None else self.cursor()
         kwargs = {} if batch_rows is None else {"batch_rows": batch_rows}
-        return stream(lambda: cur.execute(query, params), lambda f: self.retrying(f, refresh=False), **kwargs)
+        return stream(lambda: cur.execute(query, params), lambda f: self.retrying(f, refresh=False, query=query),
+                      **kwargs)
 
     def runs(self) -> list[dict]:
         """Every run read (all, or `run_ids`), by name (then run id): rows of the `runs` view."""

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 
-import orjson
+import msgspec
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -24,6 +24,7 @@ from .store import Store, short_id
 from .units import NS_PER
 
 _BATCH = 65536
+_JSON = msgspec.json.Encoder()
 _EVENT_COLUMNS = ["event_id", "phase", "category", "name", "pid", "tid", "pid_is_text", "tid_is_text", "ts_ns",
                   "dur_ns", "extra"]
 _ARG_COLUMNS = ["event_id", "key", "value_type", "int_value", "real_value", "string_value"]
@@ -173,11 +174,11 @@ class ExportResult:
         return self.window_events is not None and self.kept_events != self.window_events
 
 
-def _us(ns: int) -> orjson.Fragment:
+def _us(ns: int) -> msgspec.Raw:
     """Integer ns -> exact decimal microseconds, 3 decimals at most."""
     sign = "-" if ns < 0 else ""
     q, r = divmod(abs(ns), 1000)
-    return orjson.Fragment(f"{sign}{q}.{r:03d}" if r else f"{sign}{q}")
+    return msgspec.Raw(f"{sign}{q}.{r:03d}" if r else f"{sign}{q}")
 
 
 def _arg_value(vtype: str, iv: int | None, rv: float | None, sv: str | None) -> object:
@@ -186,10 +187,10 @@ def _arg_value(vtype: str, iv: int | None, rv: float | None, sv: str | None) -> 
     if vtype == "string":
         return sv
     if vtype == "json" or vtype == "big_int":
-        return orjson.Fragment(sv)
+        return msgspec.Raw(sv)
     if vtype == "real":
         if rv is not None and not math.isfinite(rv):
-            return orjson.Fragment("NaN" if rv != rv else ("Infinity" if rv > 0 else "-Infinity"))
+            return msgspec.Raw("NaN" if rv != rv else ("Infinity" if rv > 0 else "-Infinity"))
         return rv
     if vtype == "bool":
         return bool(iv)
@@ -242,7 +243,7 @@ def _events(event_batches: Iterable[pa.RecordBatch], arg_batches: Iterable[pa.Re
                 next_args = next(args_iter, None)
             if extra is not None:
                 for k, v in json.loads(extra).items():
-                    ev[k] = orjson.Fragment(json.dumps(v, allow_nan=True))
+                    ev[k] = msgspec.Raw(json.dumps(v, allow_nan=True))
             yield ev
 
 
@@ -288,19 +289,19 @@ def _write_trace(run: dict, out: Path, events: Iterable[dict], redact: bool = Fa
         else:
             f.write(b"{\n")
             for key, value in list(meta.items())[:run["events_key_index"]]:
-                f.write(orjson.dumps(key) + b": " + json.dumps(value, ensure_ascii=False).encode() + b",\n")
+                f.write(_JSON.encode(key) + b": " + json.dumps(value, ensure_ascii=False).encode() + b",\n")
             f.write(b'"traceEvents": [\n')
         for ev in events:
             if count:
                 f.write(b",\n")
-            f.write(orjson.dumps(ev))
+            f.write(_JSON.encode(ev))
             count += 1
         if run["trace_format"] == "array":
             f.write(b"\n]\n")
         else:
             f.write(b"\n]")
             for key, value in list(meta.items())[run["events_key_index"]:]:
-                f.write(b",\n" + orjson.dumps(key) + b": " + json.dumps(value, ensure_ascii=False).encode())
+                f.write(b",\n" + _JSON.encode(key) + b": " + json.dumps(value, ensure_ascii=False).encode())
             f.write(b"\n}\n")
     return count, redacted
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TextIO
 
-import orjson
+import msgspec
 
 from . import units
 from .sqltext import quoted
@@ -88,7 +88,7 @@ _INT_LISTS = re.compile(r"(?:TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|US
 def json_object_sql(columns: Sequence, alias: str) -> str:
     """SQL of the JSON text of a row's object (`columns`, with .name and .type as DuckDB spells it,
     of the relation `alias`, in that order), as json output writes it: `to_json` of the row, NaN and
-    infinities as null (as orjson writes them)."""
+    infinities as null (as `_write_json` writes them)."""
     values = [f"CASE WHEN isfinite({alias}.{quoted(c.name)}) THEN {alias}.{quoted(c.name)} END"
               if c.type == "DOUBLE" else f"{alias}.{quoted(c.name)}" for c in columns]
     return f"to_json(struct_pack({', '.join(f'{quoted(c.name)} := {v}' for c, v in zip(columns, values))}))::VARCHAR"
@@ -160,13 +160,50 @@ def render_batches(columns: list[str], batches: Iterable[Sequence[tuple]], fmt: 
 
 
 def _write_json(columns: list[str], batches: Iterable[Sequence[tuple]], out: TextIO) -> None:
-    dumps, option = orjson.dumps, orjson.OPT_NON_STR_KEYS
+    encode = msgspec.json.Encoder().encode
+    plain = _JSON_PLAIN
 
     def lines() -> Iterator[list[str]]:
         for rows in _slices(batches):
-            yield [dumps(dict(zip(columns, row)), default=_default, option=option).decode() for row in rows]
+            yield [encode({c: v if v.__class__ in plain else _json_value(v) for c, v in zip(columns, row)}).decode()
+                   for row in rows]
 
     _write_lines(lines(), out)
+
+
+# Values msgspec writes as json output has always written them; NaN and infinities as null.
+_JSON_PLAIN = frozenset((str, int, float, bool, type(None)))
+
+
+def _json_value(v: object) -> object:
+    """A value made what msgspec writes as json output writes it: Decimal as a number (msgspec
+    would quote it), timedelta and UUID as str(), bytes as hex (`_default`), an aware datetime as
+    its isoformat (+00:00, not Z), map keys that are not text, numbers or null as text."""
+    c = v.__class__
+    if c in _JSON_PLAIN:
+        return v
+    if c is list or c is tuple:
+        return [_json_value(x) for x in v]
+    if c is dict:
+        return {_json_key(k): _json_value(x) for k, x in v.items()}
+    if c is dt.datetime and v.tzinfo is not None:
+        return v.isoformat()
+    if isinstance(v, (decimal.Decimal, uuid.UUID, dt.timedelta, bytes)):
+        return _default(v)
+    return v
+
+
+def _json_key(k: object) -> object:
+    if k is None:
+        return "null"
+    if k.__class__ is bool:
+        return "true" if k else "false"
+    if k.__class__ in (str, int, float):
+        return k
+    if isinstance(k, (dt.date, dt.time)):
+        return k.isoformat()
+    v = _json_value(k)
+    return v if v.__class__ is str else str(v)
 
 
 def _write_lines(batches: Iterable[list[str] | list[bytes]], out: TextIO) -> None:

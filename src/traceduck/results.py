@@ -17,6 +17,9 @@ BATCH_ROWS = 10_000
 _NESTED = {"list", "array", "map", "struct", "union"}
 T = TypeVar("T")
 _UNKNOWN_COLUMN = re.compile(r'(?:Referenced column|column named) "([^"]+)"')
+# DuckDB's pointer at a syntax error: `LINE 2: <the line, or an excerpt of it>` and a line of `^` below
+_POINTER = re.compile(r"^LINE (\d+): (.*)\n( *)\^", re.M)
+_EXCERPT_BEFORE, _EXCERPT_AFTER = 30, 20  # characters of the query shown around a syntax error
 
 
 @dataclass
@@ -34,8 +37,13 @@ class Stream:
     run_rows: dict[str, int] | None = None
 
 
-def query_error(e: Exception) -> QueryError:
-    """DuckDB's error as one line; a misspelled column gets "Did you mean" when DuckDB offers no candidate."""
+def query_error(e: Exception, query: str | None = None) -> QueryError:
+    """DuckDB's error as one line; a misspelled column gets "Did you mean" when DuckDB offers no
+    candidate; a syntax error says where in the query (`query`, when known) it is."""
+    if isinstance(e, duckdb.ParserException):
+        located = _syntax_error(str(e), query)
+        if located is not None:
+            return QueryError(located, "Fix the SQL there (DuckDB's dialect)")
     text = first_line(str(e))
     m = _UNKNOWN_COLUMN.search(text)
     if m and "Candidate bindings" not in text and "Did you mean" not in text:
@@ -44,6 +52,32 @@ def query_error(e: Exception) -> QueryError:
         if hint:
             text = f"{text.rstrip('.!')}! {hint}"
     return QueryError(text, "Run `traceduck schema` to see the tables and columns")
+
+
+def _syntax_error(text: str, query: str | None) -> str | None:
+    """`<DuckDB's message>, at line L, column C of the query: <the query around there>`, from the
+    pointer DuckDB draws under its excerpt of the query; None without one."""
+    m = _POINTER.search(text)
+    if m is None:
+        return None
+    line_no, shown = int(m[1]), m[2]
+    at = len(m[3]) - len(f"LINE {m[1]}: ")  # the pointer's position in the shown text
+    head = text[:m.start()].strip().splitlines()[0].rstrip(".")
+    lines = query.splitlines() if query else []
+    line = lines[line_no - 1] if 0 < line_no <= len(lines) else None
+    cut = shown.startswith("...")
+    core = shown[3:] if cut else shown
+    core = core[:-3] if core.endswith("...") else core
+    start = line.find(core) if line is not None and core else (-1 if cut else 0)
+    if line is None or start < 0:  # the excerpt alone
+        if cut:
+            text = f"{shown[:at]}<<here>>{shown[at:]}".replace("...", "\u2026")
+            return f"{head}, at line {line_no} of the query, here: {text}"
+        line, start = core, 0
+    column = start + at - (3 if cut else 0)
+    lo, hi = max(0, column - _EXCERPT_BEFORE), column + _EXCERPT_AFTER
+    excerpt = ("\u2026" if lo else "") + line[lo:hi].strip() + ("\u2026" if hi < len(line) else "")
+    return f"{head}, at line {line_no}, column {column + 1} of the query: {excerpt}"
 
 
 def stream(execute: Callable[[], duckdb.DuckDBPyConnection],

@@ -19,8 +19,12 @@ that Spark cannot run is skipped and recorded with the reason (`SparkViews.not_p
 from __future__ import annotations
 
 import itertools
+import logging
 import os
 import re
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -85,10 +89,20 @@ def ingest(spark: SparkSession, paths, store: str | os.PathLike, labels: dict[st
     # a name is given only where file names collide; else the task's ingest picks it (skipping taken names)
     chosen = {f: (names[f][0] if names[f][0] != run_name_for(f) else None) for f in todo}
     work = [(str(f), chosen[f]) for f in todo]
+    _workers_python(spark)
     rdd = spark.sparkContext.parallelize(work, len(work))
     results = rdd.map(lambda item: _ingest_task(item[0], store_path, item[1], labels, force, salvage)).collect()
     by_path = {f: r for f, r in zip(todo, results)}
     return [skipped.get(f) or by_path[f] for f in files]
+
+
+def _workers_python(spark: SparkSession) -> None:
+    """In local mode without PYSPARK_PYTHON, Spark's Python workers run `python3` from the PATH,
+    which lacks traceduck when the driver runs from a virtual environment: they run the driver's
+    interpreter instead. A cluster's workers run what PYSPARK_PYTHON (or spark.pyspark.python) names."""
+    sc = spark.sparkContext
+    if "PYSPARK_PYTHON" not in os.environ and sc.master.startswith("local"):
+        sc.pythonExec = sys.executable
 
 
 # --- transpiling ----------------------------------------------------------------------------------
@@ -508,7 +522,8 @@ def register(spark: SparkSession, store: str | os.PathLike) -> SparkViews:
                     raise NotPortableError(f"{where}: reads {', '.join(lost)}, which Spark cannot run")
                 sql = to_spark_sql(body, where)
                 out.sql[rel.name] = sql
-                spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW {rel.name} AS {sql}")
+                with _unlogged_query_errors():
+                    spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW {rel.name} AS {sql}")
             except NotPortableError as e:
                 out.not_portable[rel.name] = e
                 continue
@@ -518,6 +533,25 @@ def register(spark: SparkSession, store: str | os.PathLike) -> SparkViews:
             out.views.append(rel.name)
     _REGISTERED[id(spark)] = out
     return out
+
+
+# pyspark logs every failed query at ERROR, with the plan and the Java stack trace, before raising it
+_QUERY_ERROR_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
+
+
+@contextmanager
+def _unlogged_query_errors() -> Iterator[None]:
+    """No such log while `register` tries a view: one that Spark refuses is recorded in
+    `not_portable` (with the first line of Spark's error) instead."""
+    loggers = [logging.getLogger(name) for name in _QUERY_ERROR_LOGGERS]
+    was = [lg.disabled for lg in loggers]
+    for lg in loggers:
+        lg.disabled = True
+    try:
+        yield
+    finally:
+        for lg, disabled in zip(loggers, was):
+            lg.disabled = disabled
 
 
 def _first_line(e: BaseException) -> str:

@@ -17,7 +17,6 @@ from decimal import ROUND_HALF_EVEN, Decimal
 from pathlib import Path
 
 import msgspec
-import orjson
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -42,9 +41,7 @@ _INT_US_LIMIT = _INT64_MAX // 1000
 PART_COMPRESSION = "none"  # parts are read once, right away
 _PART_IPC = pa.ipc.IpcWriteOptions(compression="lz4")
 BIG_INT = "integer beyond int64 (kept as text)"
-# orjson reads integers beyond 64 bits as doubles: a double this large in an arg may be one,
-# so the chunk is re-read exactly (the standard library keeps every integer).
-_MAYBE_BIG_INT = float(1 << 63)
+_JSON = msgspec.json.Encoder()
 
 EVENT_PART_SCHEMA = pa.schema([
     ("chunk", pa.int32()),
@@ -145,24 +142,39 @@ def read_part(path: Path) -> pa.Table:
 
 
 def dumps_json(value: object) -> str:
-    """JSON text of a value; exact for integers beyond 64 bits and for Decimals."""
+    """JSON text of a value (Decimals made floats first: see `_plain`); exact for integers beyond
+    64 bits."""
     try:
-        return orjson.dumps(value).decode()
-    except TypeError:
+        return _JSON.encode(value).decode()
+    except (TypeError, ValueError, OverflowError):  # e.g. a lone surrogate in a string, which only `json` writes
         return json.dumps(value, default=_json_default, ensure_ascii=False, allow_nan=True)
 
 
 def _json_default(v: object) -> object:
     if isinstance(v, Decimal):
         return float(v)
+    if isinstance(v, msgspec.Raw):  # NaN, Infinity (`_plain`), or a value nested too deep (streaming.py)
+        return json.loads(bytes(v))
     raise TypeError(type(v).__name__)
 
 
+# NaN and the infinities as JSON text: `NaN`, `Infinity`, `-Infinity`, as they were in the trace (not
+# JSON, but what `json` reads and writes, DuckDB's JSON functions read, and export gives back)
+_NAN = msgspec.Raw(b"NaN")
+_INFINITY = msgspec.Raw(b"Infinity")
+_MINUS_INFINITY = msgspec.Raw(b"-Infinity")
+
+
 def _plain(v: object) -> object:
-    """Decimals (from the exact parser) back to floats, recursively."""
+    """Decimals (from the exact parser) back to floats, and NaN and the infinities to their JSON
+    text (an encoder writes them as null), recursively."""
     c = v.__class__
     if c is Decimal:
-        return float(v)
+        v, c = float(v), float
+    if c is float:
+        if v - v == 0:  # finite
+            return v
+        return _NAN if v != v else (_INFINITY if v > 0 else _MINUS_INFINITY)
     if c is list:
         return [_plain(x) for x in v]
     if c is dict:
@@ -189,30 +201,31 @@ def to_ns(v: object, exact: bool) -> int | None:
     return None
 
 
-def parse_chunk(text: bytes, exact: bool = False, warnings: Counter | None = None) -> list:
-    """Parse `[text]`: orjson first; the standard library for what orjson refuses
-    (integers beyond 64 bits, NaN) or when decimal text must be kept (exact); when both fail,
+def parse_chunk(text: bytes, exact: bool = False, warnings: Counter | None = None) -> tuple[list, bool]:
+    """Parse `[text]`: msgspec first; the standard library for what msgspec refuses (NaN,
+    Infinity, numbers beyond a double) or when decimal text must be kept (exact); when both fail,
     the text is repaired (`repair.repair_text`, which raises `Fault`) and parsed again.
-    Oddities seen on these slow paths are counted in `warnings`."""
+    Oddities seen on these slow paths are counted in `warnings`. Returns the items and whether
+    msgspec read them (then every number is finite)."""
     warnings = Counter() if warnings is None else warnings
     data = b"[" + text + b"]"
     if not exact:
         try:
-            return orjson.loads(data)
-        except orjson.JSONDecodeError:
+            return msgspec.json.decode(data), True
+        except msgspec.DecodeError:
             pass
     try:
-        return _std_loads(data, exact, warnings)
+        return _std_loads(data, exact, warnings), False
     except ValueError:  # JSON and UTF-8 errors
         pass
     fixed, found = repair_text(data)
     warnings.update(found)
     if not exact:
         try:
-            return orjson.loads(fixed)
-        except orjson.JSONDecodeError:
+            return msgspec.json.decode(fixed), True
+        except msgspec.DecodeError:
             pass
-    return _std_loads(fixed, exact, warnings)
+    return _std_loads(fixed, exact, warnings), False
 
 
 def _std_loads(data: bytes, exact: bool, warnings: Counter) -> list:
@@ -226,9 +239,12 @@ def _std_loads(data: bytes, exact: bool, warnings: Counter) -> list:
 class ChunkConverter:
     """Builds column lists for one chunk of events."""
 
-    def __init__(self, chunk: int, exact: bool) -> None:
+    def __init__(self, chunk: int, exact: bool, finite: bool = True) -> None:
         self.chunk = chunk
         self.exact = exact
+        # False when a number may be NaN or infinite (read by `json`, not msgspec): list and object
+        # args then keep them (`_plain`)
+        self.finite = finite
         self.stacks = StackInterner()
         self.warnings: Counter = Counter()
         self.ev: dict[str, list] = {f.name: [] for f in EVENT_PART_SCHEMA if f.name in _BUILT_BY_ADD}
@@ -326,7 +342,7 @@ class ChunkConverter:
                     c_extra(None)
                     c_flow(None)
                 else:
-                    c_extra(orjson.dumps({k: v for k, v in e.items() if k not in core}).decode())
+                    c_extra(_JSON.encode({k: v for k, v in e.items() if k not in core}).decode())
                     c_flow(e["id"])
                 if a is not None:
                     sig = tuple(a)
@@ -360,8 +376,6 @@ class ChunkConverter:
                 ev[key].append(v)
                 ev[f"{key}_is_text"].append(True)
             else:
-                if v.__class__ is float and not exact:
-                    raise NeedExact  # maybe an integer beyond 64 bits: keep its text
                 if key in e:
                     extra = self._odd(extra, key, v)
                 ev[key].append(None if v is None else dumps_json(_plain(v)))
@@ -502,18 +516,19 @@ class ChunkConverter:
         """Args as a table: column-wise per key for common key sets, value by value otherwise."""
         loose = ArgRows()
         tables = []
+        careful = self.exact or not self.finite
         for keys, (idx, rows) in self.arg_groups.items():
             if len(rows) < _MIN_GROUP:
                 for i, values in zip(idx, rows):
                     for j, (k, v) in enumerate(zip(keys, values)):
-                        loose.add(i, j, k, v, self.exact)
+                        loose.add(i, j, k, v, careful)
                 continue
             event_idx = pa.array(idx, pa.int32())
             for j, (k, column) in enumerate(zip(keys, zip(*rows))):
-                t = None if self.exact else _column_table(event_idx, j, k, column)
+                t = None if careful else _column_table(event_idx, j, k, column)
                 if t is None:
                     for i, v in zip(idx, column):
-                        loose.add(i, j, k, v, self.exact)
+                        loose.add(i, j, k, v, careful)
                 else:
                     tables.append(t)
         tables.append(loose.table())
@@ -543,8 +558,6 @@ def _column_table(event_idx: pa.Array, j: int, key: str, column: tuple) -> pa.Ta
             vtype, values["string_value"] = "string", pa.array(column, pa.string())
         elif c is float:
             vtype, values["real_value"] = "real", pa.array(column, pa.float64())
-            if pc.max(pc.abs(values["real_value"])).as_py() >= _MAYBE_BIG_INT:
-                raise NeedExact
         elif c is bool:
             vtype, values["int_value"] = "bool", pa.array(column, pa.bool_()).cast(pa.int64())
         elif c is list or c is dict:
@@ -554,7 +567,7 @@ def _column_table(event_idx: pa.Array, j: int, key: str, column: tuple) -> pa.Ta
             vtype = "null"
         else:
             return None
-    except (OverflowError, TypeError, orjson.JSONEncodeError, pa.ArrowException):
+    except (OverflowError, TypeError, ValueError, pa.ArrowException):
         return None
     arrays = [event_idx, pa.array(np.full(n, j, dtype=np.int32)), repeat_text(key, n), repeat_text(vtype, n)]
     arrays += [values.get(name, pa.nulls(n, typ)) for name, typ in _VALUE_COLUMNS.items()]
@@ -574,9 +587,9 @@ def repeat_text(text: str, n: int) -> pa.Array:
 
 
 def _json_texts(values: list | tuple) -> pa.Array:
-    """orjson's text of each value, from one dump of them all: orjson writes a list as its items'
+    """msgspec's text of each value, from one dump of them all: msgspec writes a list as its items'
     texts joined by commas, so each item's text is cut out by its length (read back as raw slices)."""
-    blob = orjson.dumps(values if values.__class__ is list else list(values))
+    blob = _JSON.encode(values if values.__class__ is list else list(values))
     n = len(values)
     lengths = np.fromiter(map(len, _RAW_ITEMS.decode(blob)), dtype=np.int64, count=n)
     # item k spans [start_k, start_k+1) including its trailing comma (the last one: the `]`)
@@ -695,7 +708,8 @@ class ArgRows:
         self.cols: list[list] = [[] for _ in range(len(ARG_VALUE_SCHEMA))]
         self.big_ints = 0
 
-    def add(self, i: int, j: int, k: str, v: object, exact: bool) -> None:
+    def add(self, i: int, j: int, k: str, v: object, careful: bool) -> None:
+        """Add one value; `careful`: lists and objects may hold Decimals, NaN or infinities."""
         vc = v.__class__
         iv = rv = sv = None
         if vc is int:
@@ -708,8 +722,6 @@ class ArgRows:
             t, sv = "string", v
         elif vc is float:
             t, rv = "real", v
-            if not exact and not -_MAYBE_BIG_INT < v < _MAYBE_BIG_INT and v == v:
-                raise NeedExact
         elif vc is bool:
             t, iv = "bool", int(v)
         elif v is None:
@@ -717,7 +729,7 @@ class ArgRows:
         elif vc is Decimal:
             t, rv = "real", float(v)
         else:
-            t, sv = "json", dumps_json(_plain(v) if exact else v)
+            t, sv = "json", dumps_json(_plain(v) if careful else v)
         for col, x in zip(self.cols, (i, j, k, t, iv, rv, sv)):
             col.append(x)
 
@@ -833,14 +845,14 @@ def convert_typed(text: bytes, chunk: int) -> ChunkConverter | None:
                 if not _INT64_MIN <= fid <= _INT64_MAX:
                     return None
                 flow[i] = fid
-            extra[i] = orjson.dumps(keys).decode()
+            extra[i] = _JSON.encode(keys).decode()
     ev["extra"], ev["flow_id"] = extra, flow
     raws = [e.args for e in events]
     idx = [i for i, r in enumerate(raws) if r is not unset]
     if idx:
         try:
-            args = orjson.loads(b"[" + b",".join([raws[i] for i in idx]) + b"]")
-        except orjson.JSONDecodeError:
+            args = msgspec.json.decode(b"[" + b",".join([raws[i] for i in idx]) + b"]")
+        except msgspec.DecodeError:
             return None
         groups = conv.arg_groups
         for i, a in zip(idx, args):
@@ -861,12 +873,7 @@ def convert_chunk_typed(text: bytes, chunk: int, out_dir: Path) -> ChunkResult |
     """The typed path for one chunk: its part files written, or None (nothing to keep) when the
     chunk needs the general path."""
     conv = convert_typed(text, chunk)
-    if conv is None:
-        return None
-    try:
-        return conv.write(out_dir)
-    except NeedExact:  # a huge float in args may be an integer beyond 64 bits: re-read exactly
-        return None
+    return None if conv is None else conv.write(out_dir)
 
 
 def convert_chunk(text: bytes, chunk: int, out_dir: str) -> ChunkResult:
@@ -881,8 +888,8 @@ def convert_chunk(text: bytes, chunk: int, out_dir: str) -> ChunkResult:
         exact = False
         while True:
             warnings: Counter = Counter()
-            events = parse_chunk(text, exact, warnings)
-            conv = ChunkConverter(chunk, exact)
+            events, finite = parse_chunk(text, exact, warnings)
+            conv = ChunkConverter(chunk, exact, finite)
             conv.warnings.update(warnings)
             try:
                 conv.add(events)

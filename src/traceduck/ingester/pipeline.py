@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 from .. import reference
 from .._version import __version__
 from ..catalog import arrow_schemas, reference_sql, schema_stamp
-from ..errors import InputError, StoreError
+from ..errors import InputError, NotATrace, StoreError
 from ..store import LAYOUT_VERSION, Store, content_run_id, legacy_run_id
 from .convert import ChunkConverter, ChunkResult, convert_chunk, part_name, read_part, repeat_text
 from .frames import StackInterner, normalize, split_frame
@@ -44,6 +44,9 @@ NEST_BATCH = 1 << 18
 _RANK_IN_NAME = re.compile(r"(?:rank|worker)[-_]?(\d+)", re.I)
 LONG_NAME_CHARS = 1 << 16
 NO_EVENTS = "traceEvents holds no events"
+# Slices on one track that overlap without nesting: a warning of the run (its count also in
+# runs.overlap_count), common in real traces
+OVERLAPS = "partially overlapping event pairs"
 # Positions of skipped traceEvents items listed in the warning's key, at most.
 LISTED_POSITIONS = 20
 
@@ -244,6 +247,8 @@ def ingest_file(path: Path, store: Store, name: str | list[str] | None = None, l
                              "Its values are too large to sort here (names or args of many MB); shorten them, "
                              "or free disk space for the spill if that ran out") from None
         warnings.update(read_warnings)
+        if overlaps:  # in the result as in the run's row
+            warnings[OVERLAPS] = overlaps
         if cut is not None:
             warnings[f"salvaged: {cut.what} at byte {cut.offset:,}; complete events kept"] = count
         seconds = time.perf_counter() - started
@@ -353,8 +358,7 @@ def _item_warnings(path: Path, results: list[ChunkResult]) -> Counter:
         skipped.extend(items + k for k in r.skipped)
         items += r.items
     if skipped and len(skipped) == items:
-        raise InputError(f"{path}: not a trace (none of the {items:,} items of traceEvents is an object)",
-                         "A PyTorch profiler trace is a JSON object with a traceEvents list of objects")
+        raise NotATrace(path, f"none of the {items:,} items of traceEvents is an object", f"{NotATrace.HINT} of objects")
     if not items:
         return Counter({NO_EVENTS: 1})
     if not skipped:
@@ -398,7 +402,12 @@ def _merge(path: Path, tmp: Path, parts: Path, layout: TraceLayout, results: lis
         # Sort the timeline events by track and time, in DuckDB; nest them in batches.
         con.execute("CREATE TEMP TABLE p AS SELECT ?::BIGINT[] AS offsets, ?::VARCHAR[] AS nesting_phases",
                     [offsets, list(reference.NESTING_PHASES)])
-        warnings.update(_event_warnings(con, parts))
+        found, like_events = _event_warnings(con, parts)
+        if total and not like_events:
+            items = sum(r.items for r in results)
+            which = "the one item of traceEvents is not" if items == 1 else f"none of the {items:,} items of traceEvents is"
+            raise NotATrace(path, f"{which} an event; {EVENT_LIKE}", f"{NotATrace.HINT} of events")
+        warnings.update(found)
         windows = _step_windows(con, parts, base_ns)
         reader = con.sql(
             f"""SELECT hash(coalesce(c.is_device, false), x.pid, x.tid) AS track,
@@ -524,8 +533,14 @@ def _nest_tracks(nester: Nester, reader: pa.RecordBatchReader) -> None:
     flush(pending)
 
 
-def _event_warnings(con: duckdb.DuckDBPyConnection, parts: Path) -> Counter:
-    """Counts of events with missing or unexpected core fields (one scan of the parts)."""
+# What makes a traceEvents object an event, for telling a trace from other JSON: a list of objects
+# none of which is like this is not a trace
+EVENT_LIKE = "an event has ph, or name and ts"
+
+
+def _event_warnings(con: duckdb.DuckDBPyConnection, parts: Path) -> tuple[Counter, int]:
+    """Counts of events with missing or unexpected core fields, and how many events look like
+    events (EVENT_LIKE; one scan of the parts)."""
     row = con.execute(
         f"""SELECT count(*) FILTER (phase IS NULL AND (extra IS NULL OR json_extract(extra, '$.ph') IS NULL)),
                    count(*) FILTER (NOT list_contains(?::VARCHAR[], phase)),
@@ -534,12 +549,15 @@ def _event_warnings(con: duckdb.DuckDBPyConnection, parts: Path) -> Counter:
                                     AND (extra IS NULL OR json_extract(extra, '$.ts') IS NULL)),
                    count(*) FILTER (phase = 'X' AND dur_ns IS NULL
                                     AND (extra IS NULL OR json_extract(extra, '$.dur') IS NULL)),
-                   count(*) FILTER (strlen(name) > ?)
+                   count(*) FILTER (strlen(name) > ?),
+                   count(*) FILTER (phase IS NOT NULL OR (extra IS NOT NULL AND json_extract(extra, '$.ph') IS NOT NULL)
+                                    OR (name IS NOT NULL AND (ts_ns IS NOT NULL OR (extra IS NOT NULL
+                                                                  AND json_extract(extra, '$.ts') IS NOT NULL))))
             FROM read_parquet('{_q(str(parts / "events-*.parquet"))}')""",
         [list(reference.KNOWN_PHASES), list(reference.KNOWN_CATEGORIES), LONG_NAME_CHARS]).fetchone()
     kinds = ("event without ph", "unknown phase (ph)", "unknown category (cat)", "event without ts (not metadata)",
              "complete event (X) without dur", f"name longer than {LONG_NAME_CHARS:,} bytes")
-    return Counter({k: n for k, n in zip(kinds, row) if n})
+    return Counter({k: n for k, n in zip(kinds, row) if n}), row[-1]
 
 
 # Sorted or nearly sorted integers (ids, times) compress far better delta-encoded than dictionary-encoded.
@@ -712,8 +730,6 @@ def _write_run_row(tmp: Path, path: Path, run_id: str, name: str, labels: dict[s
         con.close()
     meta = layout.metadata
     rank, world = _rank_from(layout, path)
-    if overlaps:
-        warnings = {**warnings, "partially overlapping event pairs": overlaps}
     trace_name = meta.get("traceName")
     row = {
         "run_id": [run_id],

@@ -169,8 +169,8 @@ class Repairer:
             if buf.startswith(word, pos):
                 self.warnings[NAN_OR_INFINITY] += 1
                 return value, pos + len(word)
-            if not final and word.startswith(buf[pos:pos + len(word)]) and pos + len(word) > len(buf):
-                return None
+            if word.startswith(buf[pos:pos + len(word)]) and pos + len(word) > len(buf):
+                return None  # cut by the end of the block (more input), or of the text (a truncation)
         raise Fault(base + pos, "an unexpected character outside a string")
 
 

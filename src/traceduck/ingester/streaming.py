@@ -11,11 +11,12 @@ that is what `--salvage` keeps.
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Iterator
 
 import ijson
-import orjson
+import msgspec
 
 from ..errors import InputError, NotATrace
 from .reader import MAX_EVENT_BYTES, RawSource, TraceLayout, too_large
@@ -25,9 +26,13 @@ _OPEN = ("start_map", "start_array")
 _CLOSE = ("end_map", "end_array")
 FEED = 64 << 10  # bytes handed to ijson at a time: the resolution of "near byte N"
 READ = 1 << 20
-# Values nested deeper than this are kept as their JSON text (orjson and Python recurse).
+# Values nested deeper than this are kept as their JSON text (msgspec and Python recurse).
 MAX_DEPTH = 200
 DEEP_VALUE = f"value nested deeper than {MAX_DEPTH} levels (kept as JSON text)"
+# Text that ends inside a number or a literal (`-`, `1.`, `1e`, `1e-`, `tru`, `nul`, `fals`): cut there,
+# whatever the parser says of it
+_CUT_TOKEN = re.compile(rb"(?:-|\d\.|\d[eE][-+]?|(?:^|[\s,:\[])(?:t|tr|tru|f|fa|fal|fals|n|nu|nul))\Z")
+_TAIL = 16  # bytes of the text's end kept to look for such a cut
 
 
 class Cut(Exception):
@@ -79,6 +84,7 @@ class StreamingEvents:
         events = ijson.sendable_list()
         coro = ijson.basic_parse_coro(events, use_float=False)
         fed = 0  # repaired bytes fed so far
+        tail = b""  # the end of the repaired text fed so far
         while True:
             # The repairer holds back a string cut by the end of a read and scans it again with
             # the next: reading at least as much as it holds keeps a string of any length to a
@@ -89,12 +95,15 @@ class StreamingEvents:
             if len(self.repairer.pending) > MAX_EVENT_BYTES:  # one string longer than any event may be
                 raise too_large(self.source, self.repairer.consumed, exact=False)
             fault = self.repairer.fault
+            tail = (tail + out[-_TAIL:])[-_TAIL:]
             for start in range(0, len(out), FEED):
                 piece = out[start:start + FEED]
                 try:
                     coro.send(piece)
                 except ijson.JSONError as e:
                     yield from events
+                    if final and start + FEED >= len(out) and self._cut_in_token(tail):
+                        raise Cut("the trace is truncated", self.source.offset, truncated=True) from None
                     raise Cut(_first_line(e), self._input_offset(fed + start + len(piece)), exact=False) from None
                 yield from events
                 del events[:]
@@ -107,13 +116,17 @@ class StreamingEvents:
                     coro.close()
                 except ijson.JSONError as e:
                     yield from events
-                    if "premature EOF" in str(e):
+                    if "premature EOF" in str(e) or self._cut_in_token(tail):
                         raise Cut("the trace is truncated", self.source.offset, truncated=True) from None
                     raise Cut(_first_line(e), self.source.offset, exact=False) from None
                 yield from events
                 if self.source.ended_early:
                     raise Cut("the trace is truncated", self.source.offset, truncated=True)
                 return
+
+    def _cut_in_token(self, tail: bytes) -> bool:
+        """Whether the text ends inside a string, a number or a literal: a cut, not damage."""
+        return bool(self.repairer.pending) or _CUT_TOKEN.search(tail) is not None
 
     def _input_offset(self, out_offset: int) -> int:
         """An input offset near a repaired-text offset (repairs change lengths by a few bytes)."""
@@ -203,7 +216,7 @@ class StreamingEvents:
             self._batch = []
             yield batch
 
-    def _build(self, it, event: str, value: object, deep=orjson.Fragment) -> object:
+    def _build(self, it, event: str, value: object, deep=msgspec.Raw) -> object:
         """A parsed value; containers deeper than MAX_DEPTH become `deep(their JSON text)`."""
         if event not in _OPEN:
             return value
