@@ -197,7 +197,7 @@ else:
     xs = [x[0], peak_tf / peak_bw, x[1]]
     ax.plot(xs, [min(peak_tf, v * peak_bw) for v in xs], color="black", label=f"roof: {roof.device.iloc[0]}")
     for category, group in roof.groupby("category"):
-        ax.scatter(group.intensity, group.tflops_per_s, s=20 + 400 * group.gpu_dur_ns / roof.gpu_dur_ns.max(),
+        ax.scatter(group.intensity, group.tflops_per_s, s=20 + 400 * group.dur_ns / roof.dur_ns.max(),
                    alpha=0.6, label=category)
     for _, r in roof.nlargest(3, "lost_dur_ns").iterrows():
         ax.annotate(r.op_name.split("::")[-1], (r.intensity, r.tflops_per_s), fontsize=8)
@@ -206,7 +206,7 @@ else:
     ax.legend(fontsize=8)
     plt.show()
     assert (roof.tflops_per_s <= roof.peak_tflops).all() and (roof.tb_per_s <= roof.peak_tbps).all(), roof
-    display(roof.head(5)[["op_name", "input_dims", "calls", "gpu_dur_ns", "tflops_per_s", "compute_pct", "bound",
+    display(roof.head(5)[["op_name", "input_dims", "calls", "dur_ns", "tflops_per_s", "compute_pct", "bound",
                           "lost_dur_ns"]])"""),
     ("md", """\
 The same questions work from the command line (`traceduck report copies-by-call-site`,

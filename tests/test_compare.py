@@ -105,7 +105,7 @@ def test_diff_by_call_site_counts_nested_ops_once(tmp_path):
     assert (row["a_calls_per_step"], row["b_calls_per_step"]) == (round(a_calls / a_steps, 3), round(b_calls / b_steps, 3))
     assert (row["a_dur_ns"], row["b_dur_ns"]) == (per_step(a_dur, a_steps), per_step(b_dur, b_steps))
     assert row["delta_ns"] == row["b_dur_ns"] - row["a_dur_ns"]
-    assert row["a_self_dur_ns"] < row["a_dur_ns"] * 1.01
+    assert row["a_self_dur_ns"] is None and row["b_self_dur_ns"] is None  # a call site's outermost ops: self time would miss their nested ops
 
 
 @pytest.mark.slow  # 2 s

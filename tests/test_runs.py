@@ -154,8 +154,9 @@ def test_runs_snapshot_is_one_file_and_follows_every_change(store, ok):
     ok("rename", "fixed", "after", "--store", store)
     listed = {r["name"]: r["labels"] for r in runs_json(store)}
     assert listed == {"buggy": {"job": "a"}, "after": {}}
-    # one per state read (as ingested, labelled: read by `rename`, renamed); unused ones go after an hour
-    assert len(list(store.glob("cache/*/runs-*.parquet"))) == 3
+    # one per state a query read (as ingested; labelled and renamed: `label` and `rename` select runs from the
+    # runs' own files, without a database); unused ones go after an hour
+    assert len(list(store.glob("cache/*/runs-*.parquet"))) == 2
 
     for snap in store.glob("cache/*/runs-*.parquet"):
         snap.write_bytes(b"not parquet")

@@ -38,7 +38,7 @@ WITH calls AS (
 ), step_counts AS (
   SELECT run_id, count(*) AS n_steps FROM steps WHERE run_id IN (SELECT run_id FROM report_runs) GROUP BY run_id
 )
-SELECT f.run_id, r.name AS run_name, f.frame, min(f.level) AS level, count(*) AS calls, sum(f.ns)::BIGINT AS time_ns,
+SELECT f.run_id, r.name AS run_name, f.frame, min(f.level)::BIGINT AS level, count(*) AS calls, sum(f.ns)::BIGINT AS time_ns,
        round(100.0 * sum(f.ns) / nullif(any_value(t.ns), 0), 2) AS time_pct, sum(f.input_bytes)::BIGINT AS input_bytes,
        round(count(f.step) / any_value(n.n_steps), 3) AS calls_per_step,
        round(sum(f.ns) FILTER (WHERE f.step IS NOT NULL) / any_value(n.n_steps))::BIGINT AS time_per_step_ns

@@ -17,7 +17,7 @@
 -- column: tb_per_s DOUBLE [detail] -- achieved TB/s over the calls with time
 -- column: memory_pct DOUBLE [result] -- achieved TB/s as a share of peak_tbps, percent
 -- column: bound VARCHAR [result] -- 'compute' when the intensity is at or above the ridge point (peak_tflops / peak_tbps FLOPs per byte), else 'memory'; NULL without peaks
--- column: time_basis VARCHAR [detail] -- 'gpu': dur_ns is GPU time; 'cpu': the run has no GPU work, dur_ns is the ops' CPU time and rates are the CPU's (no peaks: compare with the CPU's own)
+-- column: time_basis VARCHAR [detail] -- 'gpu': dur_ns is GPU time; 'cpu': the run has no GPU work and launches none, dur_ns is the ops' CPU time and rates are the CPU's (no peaks: compare with the CPU's own)
 -- column: dtype VARCHAR [key] -- dtype the math runs in (see op_cost)
 -- column: category VARCHAR [detail] -- op category (op_categories)
 -- column: model VARCHAR [detail] -- cost formula used (see op_cost)
@@ -31,8 +31,10 @@
 -- column: device VARCHAR [detail] -- the device whose peaks are used ('parameters' when both are given), NULL when unknown
 -- column: note VARCHAR [detail] -- why peaks or rates are missing, and how to supply them (a capture run for work inside CUDA graphs); NULL when all is known
 WITH gpu_runs AS (
-  -- the runs with GPU work: rates over GPU time; the others over the ops' CPU time
+  -- the runs with GPU work or launches (a capture run launches work that runs only in replays):
+  -- rates over GPU time; the others over the ops' CPU time
   SELECT DISTINCT run_id FROM device_events() WHERE run_id IN (SELECT run_id FROM report_runs)
+  UNION SELECT DISTINCT run_id FROM launch_calls WHERE run_id IN (SELECT run_id FROM report_runs)
 ), counted AS MATERIALIZED (
   SELECT c.*, CASE WHEN c.run_id IN (SELECT run_id FROM gpu_runs) THEN c.gpu_dur_ns ELSE o.dur_ns END AS time_ns,
          CASE WHEN c.run_id IN (SELECT run_id FROM gpu_runs) THEN 'gpu' ELSE 'cpu' END AS time_basis

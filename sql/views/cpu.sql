@@ -66,8 +66,8 @@ CASE WHEN lo IS NOT DISTINCT FROM hi THEN coalesce(lo::VARCHAR, 'NULL') ELSE lo:
 -- @arg hi BIGINT[] The same dims at their largest values.
 CREATE OR REPLACE MACRO dims_range_text(lo, hi) AS
 CASE WHEN lo IS NULL THEN NULL
-     ELSE '[' || array_to_string(list_transform(range(1, len(lo) + 1),
-                                                lambda d_at: dim_range_text(lo[d_at], hi[d_at])), ', ') || ']' END;
+     ELSE '[' || array_to_string(list_transform(range(1, array_length(lo) + 1),
+                                                lambda d_at: dim_range_text(list_extract(lo, d_at), list_extract(hi, d_at))), ', ') || ']' END;
 
 -- The text of every input's dims that may hold ranges (lists of lists lo and hi):
 -- '[[8, 1005..1007, 64], []]'; input_dims::VARCHAR where lo and hi are equal.
@@ -75,8 +75,8 @@ CASE WHEN lo IS NULL THEN NULL
 -- @arg hi BIGINT[][] The same at their largest values (`op_shapes.dims_hi`).
 CREATE OR REPLACE MACRO inputs_range_text(lo, hi) AS
 CASE WHEN lo IS NULL THEN NULL
-     ELSE '[' || array_to_string(list_transform(range(1, len(lo) + 1),
-                                                lambda in_at: coalesce(dims_range_text(lo[in_at], hi[in_at]), 'NULL')),
+     ELSE '[' || array_to_string(list_transform(range(1, array_length(lo) + 1),
+                                                lambda in_at: coalesce(dims_range_text(list_extract(lo, in_at), list_extract(hi, in_at)), 'NULL')),
                                  ', ') || ']' END;
 
 -- Each op's input dims with the dims that grow with the sequence as ranges. In a decode loop a dim
@@ -97,7 +97,7 @@ CREATE OR REPLACE VIEW op_shapes AS
 WITH ops AS (
   SELECT o.run_id, o.event_id, o.step, i.input_dims, i.input_dtypes,
          concat_ws(chr(1), o.name, coalesce(o.call_site, ''), i.input_dtypes::VARCHAR,
-                   list_transform(i.input_dims, lambda d: len(d))::VARCHAR) AS shape_group
+                   list_transform(i.input_dims, lambda d: array_length(d))::VARCHAR) AS shape_group
   FROM cpu_ops o JOIN op_inputs i USING (run_id, event_id)
 ), step_shapes AS (
   -- each group's distinct shapes per step, numbered in the order of their dims
@@ -110,9 +110,9 @@ WITH ops AS (
   HAVING min(shapes_in_step) = max(shapes_in_step) AND count(DISTINCT coalesce(step, -1)) > 1
 ), positions AS (
   -- one row per dim of each shape of those groups
-  SELECT run_id, shape_group, lineage, in_at, d_at, input_dims[in_at][d_at] AS value
-  FROM (SELECT *, unnest(range(1, coalesce(len(input_dims[in_at]), 0) + 1)) AS d_at
-        FROM (SELECT *, unnest(range(1, len(input_dims) + 1)) AS in_at
+  SELECT run_id, shape_group, lineage, in_at, d_at, list_extract(list_extract(input_dims, in_at), d_at) AS value
+  FROM (SELECT *, unnest(range(1, coalesce(array_length(list_extract(input_dims, in_at)), 0) + 1)) AS d_at
+        FROM (SELECT *, unnest(range(1, array_length(input_dims) + 1)) AS in_at
               FROM step_shapes SEMI JOIN steady USING (run_id, shape_group)))
 ), varying AS (
   -- per shape that changes from step to step, the dims whose values differ
@@ -123,12 +123,12 @@ WITH ops AS (
   GROUP BY ALL
 ), widened AS (
   SELECT o.run_id, o.event_id, o.input_dims, o.input_dtypes, v.ranges,
-         list_transform(range(1, len(o.input_dims) + 1), lambda in_at:
-           CASE WHEN o.input_dims[in_at] IS NOT NULL THEN list_transform(range(1, len(o.input_dims[in_at]) + 1), lambda d_at:
-             coalesce(v.ranges[in_at * 1000000 + d_at].lo, o.input_dims[in_at][d_at])) END) AS lo,
-         list_transform(range(1, len(o.input_dims) + 1), lambda in_at:
-           CASE WHEN o.input_dims[in_at] IS NOT NULL THEN list_transform(range(1, len(o.input_dims[in_at]) + 1), lambda d_at:
-             coalesce(v.ranges[in_at * 1000000 + d_at].hi, o.input_dims[in_at][d_at])) END) AS hi
+         list_transform(range(1, array_length(o.input_dims) + 1), lambda in_at:
+           CASE WHEN list_extract(o.input_dims, in_at) IS NOT NULL THEN list_transform(range(1, array_length(list_extract(o.input_dims, in_at)) + 1), lambda d_at:
+             coalesce(v.ranges[in_at * 1000000 + d_at].lo, list_extract(list_extract(o.input_dims, in_at), d_at))) END) AS lo,
+         list_transform(range(1, array_length(o.input_dims) + 1), lambda in_at:
+           CASE WHEN list_extract(o.input_dims, in_at) IS NOT NULL THEN list_transform(range(1, array_length(list_extract(o.input_dims, in_at)) + 1), lambda d_at:
+             coalesce(v.ranges[in_at * 1000000 + d_at].hi, list_extract(list_extract(o.input_dims, in_at), d_at))) END) AS hi
   FROM ops o
   JOIN step_shapes s ON s.run_id = o.run_id AND s.shape_group = o.shape_group AND s.step IS NOT DISTINCT FROM o.step
                     AND s.input_dims = o.input_dims

@@ -354,8 +354,8 @@ def export(run: str, output: str | os.PathLike, store: str | os.PathLike | None 
 
 
 def _run_rows(st: Store) -> list[dict]:
-    """Every run's row for selecting runs (selection.py), read from the runs' files without DuckDB."""
-    return st.run_rows(["run_id", "name", "labels", "rank"])
+    """Every run's row for selecting runs (selection.py), by name, read from the runs' files without DuckDB."""
+    return selection.by_name(st.run_rows(["run_id", "name", "labels", "rank"]))
 
 
 def label(runs: str | Iterable[str], labels: dict[str, str] | None = None, remove: Iterable[str] = (),

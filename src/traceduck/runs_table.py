@@ -22,7 +22,7 @@ from .sqltext import literal
 from .store import Store
 from .viewfile import RUNS_ROWS, runs_rows_sql
 
-LOST_FILE_RETRIES = 5  # reads of the rows retried while a runs.parquet is replaced under them
+LOST_FILE_RETRIES = 5  # queries retried while a run's file is replaced or removed under them (engine.py)
 SNAPSHOT_KEEP_S = 3600  # a runs snapshot not read for this long (by mtime) is removed when another is written
 Stamp = tuple[int, int, int]
 
@@ -50,8 +50,9 @@ class RunsRows:
 
     def load(self, runs: list[str]) -> None:
         """Fill the table with these runs' rows, read again only where a runs.parquet changed since
-        last time. A load is kept only when no file changed while it ran."""
-        columns = [c.name for c in _runs_columns()]
+        last time. Each file is read through one open file, whose identity is the stamp its row is
+        kept with: a file replaced while it is read (a label, a rename) gives the old row or the new
+        one, never a mix, and never needs a retry."""
         fresh = not self._loaded or not self.stamps or bool(set(self.stamps) - set(runs))
         changed = list(runs) if fresh else [r for r in runs if self.stamps.get(r) != self._stat(r)]
         if not changed:
@@ -64,42 +65,40 @@ class RunsRows:
                 self.stamps = stamps
                 self._loaded = True
                 return
-        for attempt in range(LOST_FILE_RETRIES + 1):
-            before = {r: self._stat(r) for r in changed}
-            paths = [self.store.run_file(r, "runs.parquet") for r in changed]
-            self.con.execute("BEGIN")
-            try:
-                have = {name for (name,) in self.con.execute(
-                    "SELECT column_name FROM (DESCRIBE SELECT * FROM read_parquet(?, union_by_name = true))",
-                    [paths]).fetchall()}
-                names = ", ".join(f'"{c}"' for c in columns if c in have)
-                if fresh:
-                    self.con.execute(runs_rows_sql(replace=True))
-                else:
-                    self.con.execute(f"DELETE FROM {RUNS_ROWS} WHERE list_contains(?, run_id)", [changed])
-                self.con.execute(f"INSERT INTO {RUNS_ROWS} ({names}) SELECT {names} "
-                                 "FROM read_parquet(?, union_by_name = true)", [paths])
-                steady = before == {r: self._stat(r) for r in changed}
-            except BaseException as e:
-                self.con.execute("ROLLBACK")
-                if attempt == LOST_FILE_RETRIES or not isinstance(e, duckdb.Error) or not self._lost(e):
-                    raise
+        rows, read = self._read_files(changed)  # a run removed meanwhile: FileNotFoundError (the engine lists again)
+        self.con.execute("BEGIN")
+        try:
+            if fresh:
+                self.con.execute(runs_rows_sql(replace=True))
             else:
-                if steady:
-                    self.con.execute("COMMIT")
-                    break
-                self.con.execute("ROLLBACK")
-                if attempt == LOST_FILE_RETRIES:
-                    raise StoreError(f"the runs of {self.store.path} kept changing while being read",
-                                     "Try again once `traceduck label`/`rename` commands have finished")
-            time.sleep(0.01 * (attempt + 1))
+                self.con.execute(f"DELETE FROM {RUNS_ROWS} WHERE list_contains(?, run_id)", [changed])
+            self.con.register("__runs_read", rows)
+            self.con.execute(f"INSERT INTO {RUNS_ROWS} BY NAME SELECT * FROM __runs_read")
+            self.con.unregister("__runs_read")
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
+        self.con.execute("COMMIT")
         self._loaded = True
-        self.stamps = {r: before.get(r, self.stamps.get(r)) for r in runs}
+        self.stamps = {r: read.get(r, self.stamps.get(r)) for r in runs}
         if snapshot is not None and self.stamps == stamps:
             self._write_snapshot(snapshot)
 
-    def _lost(self, e: Exception) -> bool:
-        return type(e) is duckdb.Error or str(self.store.runs_dir) in str(e)
+    def _read_files(self, runs: list[str]):
+        """The rows of these runs' runs.parquet (an Arrow table, columns as each file has them) and the
+        identity of each file read, taken from the open file itself."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        known = {c.name for c in _runs_columns()}
+        tables, read = [], {}
+        for run in runs:
+            with open(self.store.run_file(run, "runs.parquet"), "rb") as f:
+                st = os.fstat(f.fileno())
+                table = pq.read_table(f)
+            tables.append(table.select([c for c in table.column_names if c in known]))
+            read[run] = (st.st_ino, st.st_mtime_ns, st.st_size)
+        return pa.concat_tables(tables, promote_options="permissive"), read
 
     def _read_snapshot(self, snapshot: Path) -> bool:
         """Fill the table from the view cache's copy of every run's row as of these stamps: one file

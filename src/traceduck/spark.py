@@ -294,6 +294,13 @@ def _spark_fixes(tree, where: str):
         if isinstance(node, (exp.ArgMax, exp.ArgMin)) and isinstance(node.expression, exp.Tuple):
             node.set("expression", exp.Anonymous(this="STRUCT", expressions=[e.copy() for e in node.expression.expressions]))
             return node
+        # list_extract(l, i): the i-th element counting from 1, NULL out of range (l[i] in Spark counts from 0)
+        if isinstance(node, exp.Anonymous) and node.name.lower() == "list_extract":
+            def element_at(n):
+                if isinstance(n, exp.Anonymous) and n.name.lower() == "list_extract":
+                    return exp.Anonymous(this="TRY_ELEMENT_AT", expressions=[e.copy().transform(element_at) for e in n.expressions])
+                return n
+            return element_at(node)
         # map_extract(m, k)[1]: the value of key k, NULL when absent
         if isinstance(node, exp.Bracket) and isinstance(node.this, exp.Anonymous) and node.this.name.lower() == "map_extract":
             return exp.Anonymous(this="TRY_ELEMENT_AT", expressions=[e.copy() for e in node.this.expressions])
