@@ -233,3 +233,95 @@ def test_readme_join_example(tmp_path):
         r = dict(zip(columns, row))
         key = (r["op"], json.dumps([d if d is not None else [] for d in r["dims"]]))
         assert (r["buggy_calls"], r["fixed_calls"]) == (counts["buggy"][key], counts["fixed"][key])
+
+
+def _lowering_trace(path, conv_op: str, kernel: str, kernel_us: int, extra: bool):
+    """One step: conv2d > convolution > <conv_op> launching one kernel, then (extra) a fill_ with its own."""
+    from conftest import write_trace
+
+    ev = [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 500}]
+    dims = [[8, 3, 32, 32], [16, 3, 3, 3]]
+
+    def op(name, ts, dur, **args):
+        ev.append({"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur,
+                   "args": {"Input Dims": dims, "Input type": ["float", "float"], **args}})
+
+    def launch(ts, corr, name, start, dur):
+        ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": ts, "dur": 5,
+                   "args": {"correlation": corr}})
+        ev.append({"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": 7, "ts": start, "dur": dur,
+                   "args": {"correlation": corr, "device": 0, "stream": 7}})
+
+    op("aten::conv2d", 10, 100)
+    op("aten::convolution", 12, 90)
+    op(conv_op, 14, 80)
+    launch(20, 1, kernel, 200, kernel_us)
+    if extra:
+        op("aten::fill_", 150, 20)
+        launch(155, 2, "fill_kernel", 300, 3)
+    return write_trace(path, ev)
+
+
+def test_diff_by_op_tree_aligns_at_the_lowest_common_op(tmp_path):
+    """Two lowerings of one conv (cuDNN, MIOpen): the kernels differ and the innermost ops too, so
+    the time is compared at aten::convolution, the deepest op both runs have; an op of one run
+    only is its own row. Times from the JSON written here."""
+    store = tmp_path / "store"
+    traceduck.ingest(_lowering_trace(tmp_path / "a.json", "aten::cudnn_convolution", "cudnn_kernel", 40, False),
+                     store=store, name="cuda")
+    traceduck.ingest(_lowering_trace(tmp_path / "b.json", "aten::miopen_convolution", "miopen_kernel", 30, True),
+                     store=store, name="rocm")
+    with traceduck.open(store) as db:
+        result = diff_runs(db.engine, "cuda", "rocm", by="op_tree")
+    rows = {r["key"]: r for r in (dict(zip(result.columns, row)) for row in result.rows)}
+    dims = "[[8, 3, 32, 32], [16, 3, 3, 3]] [float32, float32]"  # dtypes as traceduck names them
+    conv = rows[f"aten::conv2d > aten::convolution {dims}"]
+    assert (conv["a_calls"], conv["b_calls"], conv["a_dur_ns"], conv["b_dur_ns"]) == (1, 1, 40_000, 30_000)
+    assert (conv["a_kernels"], conv["b_kernels"], conv["status"], conv["ratio"]) == ("cudnn_kernel x1", "miopen_kernel x1", "faster", 0.75)
+    fill = rows[f"aten::fill_ {dims}"]
+    assert (fill["a_calls"], fill["b_calls"], fill["a_dur_ns"], fill["b_dur_ns"], fill["status"]) == (0, 1, 0, 3_000, "added")
+    assert set(rows) == {f"aten::conv2d > aten::convolution {dims}", f"aten::fill_ {dims}"}
+    with traceduck.open(store) as db:  # op_shape: the same alignment without the ancestors in the key
+        result = diff_runs(db.engine, "cuda", "rocm", by="op_shape")
+    rows = {r["key"]: r for r in (dict(zip(result.columns, row)) for row in result.rows)}
+    assert {k: (r["a_dur_ns"], r["b_dur_ns"]) for k, r in rows.items()} == {
+        f"aten::convolution {dims}": (40_000, 30_000), f"aten::fill_ {dims}": (0, 3_000)}
+
+
+BERT = "public/AMD-AGI__TraceLens/tests/traces/{}/gaunernst_bert-small-uncased__1016001.json.gz"
+
+
+@pytest.mark.slow  # 3 s
+def test_diff_by_op_tree_across_gpus(tmp_path):
+    """One model on an H100 and an MI300X: every kernel lands in a row that both runs have, and each
+    Linear module's rows hold the GPU time of the kernels launched inside that module's Python
+    frame, from plain json (launch -> correlation -> kernel)."""
+    store = tmp_path / "store"
+    for gpu in ("h100", "mi300"):
+        traceduck.ingest(shared_dir() / BERT.format(gpu), store=store, name=gpu)
+    with traceduck.open(store) as db:
+        result = diff_runs(db.engine, "h100", "mi300", by="op_tree")
+    rows = [dict(zip(result.columns, r)) for r in result.rows]
+
+    def linear_kernel_ns(gpu):
+        events = trace_events(load_json(shared_dir() / BERT.format(gpu)))
+        kernels = {e["args"]["correlation"]: ns(e["dur"]) for e in events if e.get("cat") == "kernel" and e.get("ph") == "X"}
+        launches = [e for e in events if e.get("cat") in ("cuda_runtime", "cuda_driver") and e["args"].get("correlation") in kernels]
+        out = {}
+        for m in (e for e in events if e.get("cat") == "python_function" and re.fullmatch(r"nn\.Module: Linear_\d+", e["name"])):
+            inside = [kernels[x["args"]["correlation"]] for x in launches
+                      if x["tid"] == m["tid"] and m["ts"] <= x["ts"] < m["ts"] + m["dur"]]
+            out[m["name"].split(": ")[1]] = sum(inside)
+        return out, sum(kernels.values())
+
+    for side, gpu in (("a", "h100"), ("b", "mi300")):
+        want, total = linear_kernel_ns(gpu)
+        assert len(want) == 26 and all(want.values())
+        got = defaultdict(int)
+        for r in rows:
+            m = re.search(r"> (Linear_\d+) \|", r["key"])
+            if m:
+                got[m.group(1)] += r[f"{side}_dur_ns"]
+        assert dict(got) == want
+        assert sum(r[f"{side}_dur_ns"] for r in rows) == total  # each kernel once
+    assert {r["status"] for r in rows} <= {"faster", "slower", "same"}  # all 60 kernels align op by op

@@ -437,13 +437,16 @@ class DiffBy(str, Enum):
     call_site = "call_site"
     shape = "shape"
     copy = "copy"
+    op_tree = "op_tree"
+    op_shape = "op_shape"
 
 
 @app.command()
 def diff(
     a: str = typer.Argument(..., help="Baseline run: id, unique prefix or name.", show_default=False),
     b: str = typer.Argument(..., help="Run to compare with it.", show_default=False),
-    by: DiffBy = typer.Option(DiffBy.op, "--by", help="Group by op, kernel, call_site, shape or copy."),
+    by: DiffBy = typer.Option(DiffBy.op, "--by", help="Group by op, kernel, call_site, shape or copy (CPU time; kernel: GPU "
+                                "time), or op_tree / op_shape: GPU time under ops aligned across runs whose kernels differ (two GPUs)."),
     per_step: bool = typer.Option(False, "--per-step", help="Divide times by each run's number of profiler steps (whole ns)."),
     threshold: float = typer.Option(5.0, "--threshold", min=0, help="Changes within this percent of A are 'same'."),
     exact_dims: bool = typer.Option(False, "--exact-dims", help="Shape and copy keys with each call's exact dims, instead "
