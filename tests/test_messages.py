@@ -40,7 +40,7 @@ def error_of(*args, columns: int = 100, cwd: Path | None = None) -> str:
 
 USAGE_ERRORS = [
     (["diff", "a", "b", "--by", "shapes"],
-     "Error: traceduck diff --by: 'shapes' is not one of op, kernel, call_site, shape, copy, op_tree, op_shape. Did you mean 'shape'?"),
+     "Error: traceduck diff --by: 'shapes' is not one of op, kernel, call_site, shape, copy, op_tree, op_shape. Did you mean 'shape' or 'op_shape'?"),
     (["report", "top-ops", "--format", "cvs"],
      "Error: traceduck report --format: 'cvs' is not one of table, csv, json, markdown. Did you mean 'csv'?"),
     (["export", "r", "-o", "x.txt", "--metric", "cpu"],
