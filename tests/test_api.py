@@ -221,3 +221,19 @@ def test_progress_names_each_stage_and_ends_at_the_event_count(tmp_path):
     assert stages[0] == "parsing"
     assert stages[stages.index("sorting"):] == ["sorting", "nesting", "writing", "done"]
     assert seen[-1] == ("buggy.json.gz", BUGGY.stat().st_size, len(events_of(BUGGY)), "done")
+
+
+def test_ingest_builds_the_view_file_for_the_first_query(tmp_path, monkeypatch):
+    """The view file a query needs is built while the ingest runs (once per version and user), so
+    the first report after an ingest does not build it."""
+    from traceduck import viewfile
+
+    monkeypatch.setenv("TRACEDUCK_CACHE_DIR", str(tmp_path / "cache"))
+    target = tmp_path / "cache" / viewfile.cache_key() / viewfile.VIEWS_FILE
+    assert not target.exists()
+    traceduck.ingest(SAMPLES / "buggy.json.gz", store=tmp_path / "store")
+    assert target.is_file()
+    built = target.stat().st_mtime_ns
+    with traceduck.open(tmp_path / "store") as db:
+        assert db.sql("SELECT count(*) FROM runs").fetchall() == [(1,)]
+    assert target.stat().st_mtime_ns == built  # used, not rebuilt

@@ -9,6 +9,7 @@ these functions.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -97,6 +98,7 @@ def ingest(paths: str | os.PathLike | Iterable[str | os.PathLike], store: str | 
     if name is not None and len(files) > 1:
         raise InputError("--name applies to one file, but several were given", "Use --label to tag many runs")
     st = Store(store, create=True)
+    views = _build_view_file_beside()  # the first query after this ingest finds it built
     results: dict[Path, IngestResult] = {}
     from_dir = {f for f, d in listed if d}
     for f in from_dir:
@@ -126,9 +128,27 @@ def ingest(paths: str | os.PathLike | Iterable[str | os.PathLike], store: str | 
         if f in from_dir and isinstance(e, NotATrace):  # seen only past the first bytes
             results[f] = not_a_trace(f, e.reason)
             errors.remove((f, e))
+    views.join()
     _settle_duplicates(files, results, st)
     _raise_first(files, results, errors)
     return [results[f] for f in files]
+
+
+def _build_view_file_beside() -> threading.Thread:
+    """Build this version's view file (viewfile.py) in a thread while the ingest runs, once per
+    version and user: the first query after an ingest then costs what the second does. Best effort:
+    a cache that cannot be written leaves it to the first query (private_view_file)."""
+    from .viewfile import view_file
+
+    def build() -> None:
+        try:
+            view_file()
+        except Exception:  # noqa: BLE001 - the first query builds it, or says what is wrong
+            pass
+
+    thread = threading.Thread(target=build, name="traceduck-views", daemon=True)
+    thread.start()
+    return thread
 
 
 def _size(path: Path) -> int:
