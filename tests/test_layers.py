@@ -19,7 +19,7 @@ LAYERS = [
     ["store", "catalog", "ingester.reader"],
     ["reference", "selection", "render", "packs", "jobs", "results", "ingester.streaming", "ingester.convert",
      "ingester.nesting"],
-    ["viewfile", "ingester.pipeline"],
+    ["viewfile", "ingester.pipeline", "integrity"],
     ["runs_table", "ingester"],
     ["engine"],
     ["reports", "diff", "folded", "catalog_file"],

@@ -18,6 +18,7 @@ import duckdb
 
 from . import packs, reports, selection
 from .compaction import CompactResult
+from .integrity import CheckResult
 from .compaction import compact as compact_store
 from .diff import diff_header, diff_relation
 from .engine import Engine
@@ -440,6 +441,15 @@ def remove(runs: str | Iterable[str], store: str | os.PathLike | None = None) ->
     st.remove_runs([r["run_id"] for r in chosen])
     packs.remove_holding(st, [r["run_id"] for r in chosen])
     return [(r["run_id"], r["name"]) for r in chosen]
+
+
+def check(store: str | os.PathLike | None = None) -> CheckResult:
+    """Verify every run's and pack's files against the checksums written when they were published,
+    and read each run's row back: `damaged` lists each damaged file with its run (see integrity.py).
+    Runs published before checksums are listed in `without_checksums` (their rows still read)."""
+    from .integrity import check as check_store
+
+    return check_store(_existing(store))
 
 
 def compact(runs: str | Iterable[str] | None = None, store: str | os.PathLike | None = None) -> CompactResult:

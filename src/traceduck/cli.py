@@ -23,7 +23,7 @@ except ImportError:  # pragma: no cover - older typer: click itself
     from click import exceptions as click_errors
 
 from ._version import __version__
-from .errors import InputError, TraceduckError, did_you_mean
+from .errors import InputError, StoreError, TraceduckError, did_you_mean
 from .render import PEOPLE, Format, View, escape, integral, render, render_batches, row_shape
 from .store import short_id
 from .units import column_kind, size
@@ -299,6 +299,31 @@ def compact(
         done = f"{len(result.runs):,} runs already packed in {result.pack_id[:12]} ({size(result.bytes)})"
     removed = f"; removed {result.removed} older pack{'s' if result.removed != 1 else ''}" if result.removed else ""
     typer.echo(f"{done}{removed} in {time.perf_counter() - started:.1f} s")
+
+
+@app.command()
+def check(store: Optional[Path] = StoreOpt) -> None:
+    """Verify every run's and pack's files against the checksums written when they were published
+    (a flipped bit or a cut file), and read each run's row back: one line per damaged file naming
+    its run, then exit 1 with what to do. Runs ingested before checksums existed are counted apart."""
+    from .api import check as check_store
+    from .integrity import describe
+
+    started = time.perf_counter()
+    result = check_store(store=store)
+    err = typer.get_text_stream("stderr")
+    for d in result.damaged:
+        err.write(describe(d) + "\n")
+    older = (f"; {len(result.without_checksums):,} ingested before checksums (only their rows were read: "
+             "re-ingest with --force to add them)") if result.without_checksums else ""
+    counted = f"{result.runs:,} runs and {result.packs:,} packs"
+    if result.damaged:
+        runs = sorted({d.ident for d in result.damaged if d.kind == "run"})
+        raise StoreError(f"{len(result.damaged):,} damaged files in {counted} checked{older}",
+                         (f"Re-ingest each damaged run from its trace with `traceduck ingest TRACE --force`, "
+                          f"or remove it with `traceduck rm {short_id(runs[0])}`" if runs else "")
+                         + ("; " if runs else "") + "run `traceduck compact` again to rewrite a damaged pack")
+    typer.echo(f"{counted} checked: no damage{older} ({time.perf_counter() - started:.1f} s)")
 
 
 @app.command()

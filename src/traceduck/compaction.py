@@ -18,7 +18,7 @@ from .errors import StoreError
 from .packs import MANIFEST, data_stamp, list_packs, packed_tables, packs_dir, remove, remove_superseded
 from .reports import TEXT_GROUP_BYTES, has_json_text, per_run_rows, report_file, report_text_file, report_text_sql
 from .sqltext import first_line, literal
-from .store import Store
+from .store import CHECKSUMS, Store, write_checksums
 from .viewfile import summaries_key
 
 REPORT_CHUNK = 128  # runs per pass when computing the per-run reports' rows for a pack
@@ -65,6 +65,7 @@ def compact(store: Store, run_ids: list[str]) -> CompactResult:
         if {r: data_stamp(store, r) for r in runs} != members:
             raise StoreError(f"runs of {store.path} were replaced or removed while packing", "Run `traceduck compact` again")
         (tmp / MANIFEST).write_text(json.dumps({"runs": members, "summaries": key}))
+        write_checksums(tmp, skip=frozenset({CHECKSUMS}))
         size = sum(f.stat().st_size for f in tmp.iterdir())
         packs_dir(store).mkdir(exist_ok=True)
         try:

@@ -27,6 +27,7 @@ from . import packs, session
 from .catalog import Macro, documented_relations, macros, reference_tables, schema_stamp, tables
 from .errors import RunSelectionError, StoreError, with_suggestion
 from .results import Stream, query_error, stream
+from .integrity import damaged_file_error
 from .runs_table import LOST_FILE_RETRIES, RunsRows, stamps_key
 from .sqltext import first_line, literal
 from .store import LAYOUT_VERSION, Store, short_id
@@ -211,6 +212,9 @@ class Engine:
                                          "lists the runs") from None
                 except duckdb.Error as e:
                     if attempt == LOST_FILE_RETRIES or not self._lost_file(e):
+                        damaged = damaged_file_error(self.store, e)
+                        if damaged is not None:
+                            raise damaged from None
                         raise StoreError(f"cannot read the tables of {self.store.path} ({first_line(str(e))})",
                                          "The store may come from another traceduck version: "
                                          "re-ingest its traces with --force") from None
@@ -241,7 +245,7 @@ class Engine:
                 if _READ_ONLY in str(e) and self._own_references():  # a session changing a reference table
                     continue
                 if attempt >= LOST_FILE_RETRIES or not self._lost_file(e):
-                    raise query_error(e, query) from None
+                    raise (damaged_file_error(self.store, e) or query_error(e, query)) from None
             attempt += 1
             time.sleep(0.01 * attempt)
 

@@ -104,6 +104,57 @@ def short_id(run_id: str) -> str:
     return run_id[:SHOWN_RUN_ID_HEX]
 
 
+CHECKSUMS = "checksums.json"  # beside a run's or a pack's files: what `traceduck check` verifies
+MUTABLE_FILES = frozenset({"runs.parquet", CHECKSUMS})  # rewritten in place (label, rename): read, not summed
+
+
+def file_digest(path: Path | str, block: int = 8 << 20) -> str:
+    """xxh3-128 of a file's bytes, hex."""
+    h = xxhash.xxh3_128()
+    with open(path, "rb") as f:
+        while chunk := f.read(block):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def write_checksums(directory: Path, skip: frozenset[str] = MUTABLE_FILES) -> None:
+    """Write DIRECTORY/checksums.json: size and xxh3-128 of each file in it (but `skip`), before the
+    directory is published, so that `traceduck check` can tell a damaged file from a sound one."""
+    import json
+
+    files = {}
+    for entry in sorted(os.scandir(directory), key=lambda e: e.name):
+        if entry.is_file() and entry.name not in skip:
+            files[entry.name] = {"bytes": entry.stat().st_size, "xxh3_128": file_digest(entry.path)}
+    (directory / CHECKSUMS).write_text(json.dumps({"files": files}, indent=1))
+
+
+def verify_checksums(directory: Path) -> list[tuple[str, str]] | None:
+    """(file, what is wrong) for each file of DIRECTORY that differs from its checksums.json; None
+    when the directory has none (published by a traceduck before checksums)."""
+    import json
+
+    try:
+        listed = json.loads((directory / CHECKSUMS).read_text())["files"]
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        return [(CHECKSUMS, f"unreadable ({e})")]
+    problems = []
+    for name, want in sorted(listed.items()):
+        path = directory / name
+        try:
+            size = path.stat().st_size
+        except FileNotFoundError:
+            problems.append((name, "missing"))
+            continue
+        if size != want["bytes"]:
+            problems.append((name, f"{size} bytes where {want['bytes']} were written"))
+        elif file_digest(path) != want["xxh3_128"]:
+            problems.append((name, "its bytes changed since it was written (checksum differs)"))
+    return problems
+
+
 class Store:
     """A store directory."""
 
@@ -214,6 +265,7 @@ class Store:
         """
         target = self.run_dir(run_id)
         try:
+            write_checksums(tmp)
             try:
                 os.rename(tmp, target)
                 return True
