@@ -27,7 +27,8 @@ def generated() -> list[dict]:
     2 GPU-bound: a kernel, a copy and an all-reduce queued back to back on stream 7 outlive the CPU window;
     3 a cudaStreamSynchronize on stream 7 waits for a kernel (a kernel on stream 13 ends later, inside the call);
     4 a cudaDeviceSynchronize waits for the later of two kernels on two streams;
-    5, 6 a GPU-bound step whose kernels run into the next one, which waits for its own kernel queued behind them;
+    5, 6 a GPU-bound step whose kernels run into the next one (step 5's window ends where step 6 begins), which
+         waits for its own kernel queued behind them;
     7 a kernel waits for one on another stream (cudaStreamWaitEvent), and a stream sync for it."""
     events = []
 
@@ -89,7 +90,7 @@ EXPECTED = {
         "communication_ns": 200},
     3: {"cpu_ns": 10 + 190, "launch_ns": 90, "gpu_compute_ns": 700, "sync_ns": 10},
     4: {"cpu_ns": 20 + 290, "launch_ns": 80, "gpu_compute_ns": 600, "sync_ns": 10},
-    5: {"cpu_ns": 10, "launch_ns": 10, "gpu_compute_ns": 680 + 200},
+    5: {"cpu_ns": 10, "launch_ns": 10, "gpu_compute_ns": 580},  # cut at step 6's start (8600 us), inside gemm_a
     6: {"gpu_compute_ns": 100 + 200 + 100, "sync_ns": 10, "cpu_ns": 590},
     7: {"cpu_ns": 10 + 290, "launch_ns": 10, "gpu_compute_ns": 580 + 90, "kernel_gap_ns": 10, "sync_ns": 10},
 }
@@ -101,8 +102,8 @@ EXPECTED_ELEMENTS = {
         ("cpu", None)],
     4: [("cpu", None), ("launch", "cudaLaunchKernel"), ("gpu", "gemm_kernel"), ("sync", "cudaDeviceSynchronize"),
         ("cpu", None)],
-    # gemm_a was launched before gemm_b started: the stream was busy, a gap of 0 ns
-    5: [("cpu", None), ("launch", "cudaLaunchKernel"), ("gpu", "gemm_a"), ("kernel_gap", "gemm_b"), ("gpu", "gemm_b")],
+    # the window ends inside gemm_a (gemm_b starts after step 6 began)
+    5: [("cpu", None), ("launch", "cudaLaunchKernel"), ("gpu", "gemm_a")],
     6: [("gpu", "gemm_a"), ("kernel_gap", "gemm_b"), ("gpu", "gemm_c"), ("sync", "cudaStreamSynchronize"), ("cpu", None)],
     7: [("cpu", None), ("launch", "cudaLaunchKernel"), ("gpu", "wait_src"), ("stream_wait", "wait_dst"), ("gpu", "wait_dst"),
         ("sync", "cudaStreamSynchronize"), ("cpu", None)],
@@ -125,15 +126,17 @@ def rows(store, name="critical-path", runs=None):
 
 def step_lengths(events) -> dict[int, int]:
     """End-to-end time per step from the JSON: CPU window start to the later of its end and the end
-    of the GPU work launched inside it."""
+    of the GPU work launched inside it, but no later than the next step's start (windows do not overlap)."""
     launches = {e["args"]["correlation"]: e["ts"] for e in events if e.get("cat") == "cuda_runtime"}
+    starts = sorted(e["ts"] for e in events if e.get("cat") == "user_annotation")
     out = {}
     for e in events:
         if e.get("cat") == "user_annotation":
             n, start, end = int(e["name"].split("#")[1]), e["ts"], e["ts"] + e["dur"]
             gpu_ends = [g["ts"] + g["dur"] for g in events if g.get("cat") in ("kernel", "gpu_memcpy")
                         and start <= launches[g["args"]["correlation"]] <= end]
-            out[n] = (max([end, *gpu_ends]) - start) * US
+            after = [t for t in starts if t > start]
+            out[n] = (min([max([end, *gpu_ends]), *after]) - start) * US
     return out
 
 
@@ -149,7 +152,7 @@ def test_breakdown_by_construction(gen):
         assert sum(r[k] for k in PARTS) == r["dur_ns"]
     assert [got[s]["bound"] for s in range(1, 8)] == ["cpu", "gpu_copy", "gpu_compute", "gpu_compute", "gpu_compute",
                                                       "cpu", "gpu_compute"]
-    assert [got[s]["kernels_on_path"] for s in range(1, 8)] == [0, 3, 1, 1, 2, 3, 2]
+    assert [got[s]["kernels_on_path"] for s in range(1, 8)] == [0, 3, 1, 1, 1, 3, 2]
 
 
 def test_elements_in_order_tile_the_step(gen):
@@ -225,7 +228,10 @@ def test_path_tiles_every_step_of_every_shared_trace(shared_store):
                OR (position = n AND ts_ns + dur_ns <> window_end_ns)""").fetchall()
         columns, data = run_report(db, "critical-path", keep_run_columns=True)
         gpu_runs = {r[0] for r in db.sql("SELECT DISTINCT run_id FROM gpu_kernels").fetchall()}
-    assert broken == []
+        # the steps' windows of a run do not overlap
+        overlapping = db.sql("""SELECT run_id, step FROM (SELECT DISTINCT run_id, step, window_start_ns, window_end_ns FROM critical_path)
+                                QUALIFY window_end_ns > lead(window_start_ns) OVER (PARTITION BY run_id ORDER BY window_start_ns)""").fetchall()
+    assert broken == [] and overlapping == []
     report = [dict(zip(columns, r)) for r in data]
     assert all(sum(r[k] for k in PARTS) == r["dur_ns"] > 0 for r in report)
     # every GPU run has a path, and the GPU shows up on some of them
@@ -305,3 +311,160 @@ def test_each_sync_waits_for_the_work_that_ended_last_while_it_blocked(tmp_path)
     assert events[got[first_sync][0]]["name"] == "k1"  # two kernels ended at 200 us: the first in the trace
     assert [events[got[i][0]]["name"] for i in sorted(got)[1:2]] == ["k4"]  # stream 7 only: not k5 (450 us)
     assert got[sorted(got)[2]] == (None, None)
+
+
+def _ns(v) -> int:
+    return int(Decimal(str(v)) * 1000)
+
+
+def _report_and_path(tmp_path, events, name):
+    trace = write_trace(tmp_path / f"{name}.json", events)
+    traceduck.ingest(trace, store=tmp_path / "store", name=name)
+    with traceduck.open(tmp_path / "store") as db:
+        path = db.sql("""SELECT p.step, p.kind, e.name, p.ts_ns, p.dur_ns, p.edge FROM critical_path p
+                         LEFT JOIN events e USING (run_id, event_id) ORDER BY step, position""").fetchall()
+    return {r["step"]: r for r in rows(tmp_path / "store")}, path
+
+
+def _blocking_copy_trace() -> list[dict]:
+    """Two steps on one CPU thread (us). Step 1: a kernel runs 110-700 on stream 7; a cudaMemcpyAsync
+    device-to-pageable-host call (200-710) waits for it, its copy runs 702-706 behind it. Step 2: the
+    same with a copy into pinned memory, whose call returns at once: an async copy, CPU time."""
+    events = []
+    for n, base, dst, call_dur in ((1, 0, "Pageable", 510), (2, 2000, "Pinned", 5)):
+        events.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{n}", "pid": 1, "tid": 1,
+                       "ts": base, "dur": 1000})
+        for corr, call, ts, dur, cat, name, start, end in (
+                (10 * n + 1, "cudaLaunchKernel", base + 100, 5, "kernel", "gemm_kernel", base + 110, base + 700),
+                (10 * n + 2, "cudaMemcpyAsync", base + 200, call_dur, "gpu_memcpy", f"Memcpy DtoH (Device -> {dst})",
+                 base + 702, base + 706)):
+            events.append({"ph": "X", "cat": "cuda_runtime", "name": call, "pid": 1, "tid": 1, "ts": ts, "dur": dur,
+                           "args": {"correlation": corr}})
+            events.append({"ph": "X", "cat": cat, "name": name, "pid": 0, "tid": 7, "ts": start, "dur": end - start,
+                           "args": {"device": 0, "stream": 7, "correlation": corr}})
+    return events
+
+
+def test_blocking_copy_puts_the_awaited_kernel_on_the_path(tmp_path):
+    """A device-to-pageable-host cudaMemcpyAsync blocks until its copy is done, which waits for the kernel
+    queued before it: the kernel and the copy are on the path as GPU time, only the rest of the call
+    (copy end to return) is sync, and the CPU time is what lies outside the call. A pinned copy's call
+    returns at once and stays CPU time. Expected values read from the trace with plain Python."""
+    events = _blocking_copy_trace()
+    got, path = _report_and_path(tmp_path, events, "copies")
+    by = {(e["name"], e["ts"] // 2000 + 1): e for e in events}
+    step, kernel, call, copy = (by[k, 1] for k in ("ProfilerStep#1", "gemm_kernel", "cudaMemcpyAsync",
+                                                   "Memcpy DtoH (Device -> Pageable)"))
+    launch = next(e for e in events if e["name"] == "cudaLaunchKernel")
+    expected = {
+        "gpu_compute_ns": kernel["dur"], "gpu_copy_ns": copy["dur"],
+        "kernel_gap_ns": copy["ts"] - (kernel["ts"] + kernel["dur"]),  # stream busy: the copy queued behind the kernel
+        "sync_ns": call["ts"] + call["dur"] - (copy["ts"] + copy["dur"]),  # the call after its copy ended
+        "launch_ns": kernel["ts"] - launch["ts"],
+        "cpu_ns": (launch["ts"] - step["ts"]) + (step["ts"] + step["dur"] - call["ts"] - call["dur"]),
+    }
+    assert {k: got[1][k] for k in PARTS} == {k: expected.get(k, 0) * US for k in PARTS}
+    assert got[1]["dur_ns"] == step["dur"] * US and got[1]["bound"] == "gpu_compute"
+    assert [(k, n, e) for s, k, n, _, _, e in path if s == 1] == [
+        # one gpu element: the chain of the kernel and the copy queued behind it, named by its last work
+        ("cpu", None, None), ("launch", "cudaLaunchKernel", None), ("gpu", "Memcpy DtoH (Device -> Pageable)", None),
+        ("sync", "cudaMemcpyAsync", "blocking_copy"), ("cpu", None, None)]
+    assert got[1]["kernels_on_path"] == 2
+    # the pinned copy did not block: the whole step is CPU time
+    assert {k: got[2][k] for k in PARTS} == {k: (by["ProfilerStep#2", 2]["dur"] * US if k == "cpu_ns" else 0) for k in PARTS}
+
+
+def _unrecorded_wait_trace() -> list[dict]:
+    """One step (us): an RCCL all-reduce on stream 13 (110-700); a hipStreamWaitEvent (no `Stream Wait
+    Event` record, as in ROCm traces) makes stream 7 wait for it, so gemm (launched at 130) starts at 705
+    although the stream's previous kernel ended at 200; a hipDeviceSynchronize waits for gemm."""
+    events = [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 1000}]
+
+    def call(name, ts, dur, corr):
+        events.append({"ph": "X", "cat": "cuda_runtime", "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur,
+                       "args": {"correlation": corr}})
+
+    def kernel(corr, name, start, end, stream):
+        events.append({"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": stream, "ts": start,
+                       "dur": end - start, "args": {"device": 0, "stream": stream, "correlation": corr}})
+
+    call("hipLaunchKernel", 50, 5, 1)
+    kernel(1, "prep_kernel", 60, 200, 7)
+    call("hipExtLaunchKernel", 100, 5, 2)
+    kernel(2, "ncclDevKernel_Generic_4", 110, 700, 13)
+    call("hipEventRecord", 110, 2, 3)
+    call("hipStreamWaitEvent", 120, 2, 4)
+    call("hipLaunchKernel", 130, 5, 5)
+    kernel(5, "gemm_kernel", 705, 900, 7)
+    call("hipDeviceSynchronize", 140, 770, 6)
+    return events
+
+
+def test_unrecorded_stream_wait_is_inferred(tmp_path):
+    """Without Kineto's record of the wait, the waiting kernel's predecessor is the other stream's work that
+    ended last before it started (edge inferred_wait), so the RCCL kernel is on the path as communication
+    rather than the gap on stream 7 as kernel_gap. Expected values read from the trace with plain Python."""
+    events = _unrecorded_wait_trace()
+    got, path = _report_and_path(tmp_path, events, "waits")
+    by = {e["name"]: e for e in events}
+    step, comm, gemm, sync = by["ProfilerStep#1"], by["ncclDevKernel_Generic_4"], by["gemm_kernel"], by["hipDeviceSynchronize"]
+    # the work on other streams than gemm's that ended last by gemm's start
+    other = max((e for e in events if e["cat"] == "kernel" and e["args"]["stream"] != gemm["args"]["stream"]
+                 and e["ts"] + e["dur"] <= gemm["ts"]), key=lambda e: e["ts"] + e["dur"])
+    assert other is comm
+    comm_launch = next(e for e in events if e["cat"] == "cuda_runtime" and e["args"]["correlation"] == comm["args"]["correlation"])
+    expected = {
+        "communication_ns": comm["dur"], "gpu_compute_ns": gemm["dur"],
+        "kernel_gap_ns": gemm["ts"] - (comm["ts"] + comm["dur"]),
+        "sync_ns": sync["ts"] + sync["dur"] - (gemm["ts"] + gemm["dur"]),
+        "launch_ns": comm["ts"] - comm_launch["ts"],
+        "cpu_ns": (comm_launch["ts"] - step["ts"]) + (step["ts"] + step["dur"] - sync["ts"] - sync["dur"]),
+    }
+    assert {k: got[1][k] for k in PARTS} == {k: expected.get(k, 0) * US for k in PARTS}
+    assert sum(expected.values()) == step["dur"]
+    assert got[1]["bound"] == "communication" and got[1]["inferred_waits"] == 1
+    assert [(k, n, e) for _, k, n, _, _, e in path] == [
+        ("cpu", None, None), ("launch", "hipExtLaunchKernel", None), ("gpu", "ncclDevKernel_Generic_4", None),
+        ("stream_wait", "gemm_kernel", "inferred_wait"), ("gpu", "gemm_kernel", None),
+        ("sync", "hipDeviceSynchronize", "sync_call"), ("cpu", None, None)]
+
+
+def test_cpu_only_path_walks_the_outermost_ops(tmp_path):
+    """On a run without GPU work the path within each step is the chain of outermost CPU ops on the step's
+    thread (clipped to the step) and the time between them; the ops and their times are read from the
+    seed trace with plain json, outermost meaning no other cpu_op on the thread encloses the op."""
+    from conftest import ROOT
+
+    src = ROOT / "tests/data/seeds/indexer_buggy.json.gz"
+    events = [e for e in trace_events(load_json(src)) if e.get("ph") == "X"]
+    traceduck.ingest(src, store=tmp_path / "store", name="seed")
+    with traceduck.open(tmp_path / "store") as db:
+        # times from the window's start (the store adds the trace's base time)
+        path = db.sql("""SELECT p.step, p.kind, e.name, p.ts_ns - p.window_start_ns, p.dur_ns, p.cpu_ns FROM critical_path p
+                         LEFT JOIN events e USING (run_id, event_id) ORDER BY step, position""").fetchall()
+    report = {r["step"]: r for r in rows(tmp_path / "store")}
+    steps = sorted((e for e in events if e["name"].startswith("ProfilerStep#")), key=lambda e: e["ts"])
+    assert len(steps) == 3
+    for st in steps:
+        n, lo, hi = int(st["name"].split("#")[1]), _ns(st["ts"]), _ns(st["ts"]) + _ns(st["dur"])
+        ops = [(_ns(e["ts"]), _ns(e["ts"]) + _ns(e["dur"]), e["name"]) for e in events
+               if e["cat"] == "cpu_op" and e["tid"] == st["tid"]]
+        outer = sorted(o for o in ops if not any(p is not o and p[0] <= o[0] and o[1] <= p[1] and p[:2] != o[:2] for p in ops))
+        expected, t = [], lo
+        for a, b, name in outer:
+            a, b = max(a, t), min(b, hi)
+            if b <= a:
+                continue
+            if a > t:
+                expected.append((None, t, a - t))
+            expected.append((name, a, b - a))
+            t = b
+        if t < hi:
+            expected.append((None, t, hi - t))
+        mine = [r for r in path if r[0] == n]
+        assert all(r[1] == "cpu" and r[5] == r[4] for r in mine)
+        assert [(r[2], r[3], r[4]) for r in mine] == [(name, a - lo, d) for name, a, d in expected]
+        assert sum(1 for e in expected if e[0]) > 50
+        assert report[n]["cpu_ns"] == report[n]["dur_ns"] == hi - lo
+        top = max((e for e in expected if e[0]), key=lambda e: e[2])
+        assert (report[n]["longest_event"], report[n]["longest_event_ns"]) == (top[0], top[2])

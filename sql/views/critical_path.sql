@@ -4,7 +4,9 @@
 -- critical-path analysis builds the same dependency graph and takes its longest path).
 --
 -- A step's window runs from the start of its CPU `ProfilerStep#N` window to the later of that
--- window's end and the end of the last GPU work launched in the step; a run without profiler
+-- window's end and the end of the last GPU work launched in the step, but no later than the next
+-- step's start (windows do not overlap: GPU work that runs on into the next step is on that step's
+-- path); a run without profiler
 -- steps is one window (step NULL) from its first CPU op or runtime call to its last CPU op,
 -- runtime call or GPU work. The walk starts at the window's end, on that last GPU work or on the
 -- step's CPU thread, and steps back to the dependency that finished last:
@@ -17,15 +19,22 @@
 --     that returned by t; the time in between is CPU-bound (ops, Python, or the thread idle:
 --     waits on other threads are not seen);
 --   * a synchronizing call -> the GPU work it waited for, when any ended while it blocked, else
---     the call's start on its thread.
+--     the call's start on its thread. Blocking copies count as synchronizing calls: an async
+--     device-to-host copy into pageable memory (or one whose copy ended before the call returned)
+--     waits for its copy and the work queued before it, so the wait is GPU time on the path and
+--     only the call's time after its copy ended is sync;
+--   * on a run without GPU work, the CPU time of a step is cut along the outermost CPU ops of its
+--     thread: one cpu element per op (event_id the op) and one per stretch between ops.
 -- Inferred edges (the trace does not record them): which work a synchronizing call waited for is
 -- the GPU work that ended last while the call blocked, on the synced stream when the call's
 -- `cuda_sync` event names one (Stream Sync), else on any stream of the run; a stream wait
 -- (Kineto's `Stream Wait Event`) links the last work launched on the other stream before the
 -- named cudaEventRecord call to the first work launched on the waiting stream after the
--- cudaStreamWaitEvent call; the previous work on a stream is the one that started before it.
--- Not modelled: waits of one CPU thread on another (CPU-bound time), and stream waits in traces
--- without `Stream Wait Event` records (they show as launch latency or a kernel-to-kernel gap).
+-- cudaStreamWaitEvent call; a wait call (cudaStreamWaitEvent, hipStreamWaitEvent) without that
+-- record (ROCm traces, older CUDA ones) makes the first work launched on its thread after it wait
+-- for the work on another stream of its device that ended last by that work's start, when launched
+-- before the wait call (edge `inferred_wait`); the previous work on a stream is the one that
+-- started before it. Not modelled: waits of one CPU thread on another (CPU-bound time).
 -- Every element is clipped to the window, so the elements of a window tile it: their lengths add
 -- up to the window's length.
 --
@@ -54,6 +63,7 @@
 -- @column prev_kind VARCHAR Time class of the previous work.
 -- @column wait_event_id BIGINT The work on another stream it waited for (a stream wait), NULL when none.
 -- @column wait_end_ns BIGINT End of that work, ns.
+-- @column wait_inferred BOOLEAN True when that wait is inferred: a wait call without Kineto's `Stream Wait Event` record.
 -- @column waits_on_other BOOLEAN True when the work on another stream is its predecessor: it ended last.
 -- @column waits_on_prev BOOLEAN True when the previous work on its stream is its predecessor: it ended at or after the launch call started.
 -- @column is_cut BOOLEAN True when a profiler step starts between the previous work's start and this one's: a chain starts here.
@@ -78,7 +88,7 @@ WITH launched AS (
 ), kernel_names AS (
   -- whether each kernel name is communication: the rule runs once per name, not once per kernel
   SELECT name, kernel_collective(any_value(name)) IS NOT NULL AS is_comm FROM launched WHERE work_kind = 'kernel' GROUP BY name
-), on_stream AS (
+), on_stream AS MATERIALIZED (
   -- each work's time class and the work before it on its stream
   SELECT w.*, gpu_time_class(w.work_kind, n.is_comm) AS kind,
          lag(w.event_id) OVER s AS prev_event_id, lag(w.end_ns) OVER s AS prev_end_ns, lag(w.ts_ns) OVER s AS prev_ts_ns
@@ -114,11 +124,52 @@ WITH launched AS (
   SELECT x.run_id, x.device, x.stream, x.call_ts_ns, a.event_id AS wait_event_id, a.end_ns AS wait_end_ns
   FROM wait_times x ASOF JOIN on_stream a
     ON a.run_id = x.run_id AND a.device = x.device AND a.stream = x.on_stream AND x.record_ts_ns >= a.launch_ts_ns
-), waiter AS (
+), recorded_waiter AS (
   -- the waiting work: the first launched on the waiting stream after the wait call
   SELECT d.event_id, d.run_id, arg_max(x.wait_event_id, x.wait_end_ns) AS wait_event_id, max(x.wait_end_ns) AS wait_end_ns
   FROM awaited x ASOF JOIN on_stream d
     ON d.run_id = x.run_id AND d.device = x.device AND d.stream = x.stream AND d.launch_ts_ns >= x.call_ts_ns
+  GROUP BY ALL
+), unrecorded_waits AS (
+  -- wait calls (cudaStreamWaitEvent, hipStreamWaitEvent) without Kineto's record of them: which
+  -- stream waits, and on which, is not in the trace
+  SELECT e.run_id, e.pid, e.tid, e.ts_ns FROM events e
+  WHERE e.run_id IN (SELECT unnest(run_ids)) AND e.phase = 'X' AND is_stream_event_call_name(e.name) AND e.name LIKE '%StreamWaitEvent'
+    AND e.category IN (SELECT category FROM event_categories WHERE is_runtime)
+    AND NOT EXISTS (SELECT 1 FROM stream_waits x WHERE x.run_id = e.run_id AND x.correlation = e.correlation)
+), inferred_waiter AS (
+  -- the waiting work: the first launched on the wait call's thread after it, on the stream it waits on
+  SELECT x.run_id, x.ts_ns AS call_ts_ns, d.event_id, d.device, d.stream, d.ts_ns
+  FROM unrecorded_waits x ASOF JOIN on_stream d
+    ON d.run_id = x.run_id AND d.launch_pid = x.pid AND d.launch_tid = x.tid AND d.launch_ts_ns >= x.ts_ns
+), device_streams AS (
+  SELECT DISTINCT run_id, device, stream FROM on_stream
+), inferred_pairs AS MATERIALIZED (
+  -- each waiting work with every other stream of its device
+  SELECT w.run_id, w.event_id, w.device, s.stream AS on_stream, w.ts_ns, w.call_ts_ns FROM inferred_waiter w
+  JOIN device_streams s ON s.run_id = w.run_id AND s.device = w.device AND s.stream <> w.stream
+), inferred_awaited AS (
+  -- on each other stream of its device, the work that ended last by the waiting work's start (a
+  -- running last value over the stream's ends and the waiting works' starts, ends first on a tie),
+  -- with its launch (it counts when launched before the wait call: the event was recorded before it)
+  SELECT waiter_id AS event_id, run_id, wait_event_id, wait_end_ns, launch_ts_ns, call_ts_ns FROM (
+    SELECT run_id, is_probe, waiter_id, call_ts_ns,
+           last_value(work_id IGNORE NULLS) OVER o AS wait_event_id, last_value(work_end_ns IGNORE NULLS) OVER o AS wait_end_ns,
+           last_value(work_launch_ts_ns IGNORE NULLS) OVER o AS launch_ts_ns
+    FROM (SELECT run_id, device, on_stream AS stream, ts_ns AS t, true AS is_probe, event_id AS waiter_id, call_ts_ns,
+                 NULL::BIGINT AS work_id, NULL::BIGINT AS work_end_ns, NULL::BIGINT AS work_launch_ts_ns FROM inferred_pairs
+          UNION ALL
+          SELECT run_id, device, stream, end_ns, false, NULL, NULL, event_id, end_ns, coalesce(launch_ts_ns, -1) FROM on_stream
+          WHERE (run_id, device, stream) IN (SELECT (run_id, device, on_stream) FROM inferred_pairs))
+    WINDOW o AS (PARTITION BY run_id, device, stream ORDER BY t, is_probe ROWS UNBOUNDED PRECEDING))
+  WHERE is_probe AND wait_event_id IS NOT NULL
+), waiter AS (
+  -- a recorded wait wins; else the inferred one (the other stream's work that ended last)
+  SELECT *, false AS wait_inferred FROM recorded_waiter
+  UNION ALL
+  SELECT i.event_id, i.run_id, arg_max(i.wait_event_id, i.wait_end_ns), max(i.wait_end_ns), true
+  FROM inferred_awaited i ANTI JOIN recorded_waiter r ON r.run_id = i.run_id AND r.event_id = i.event_id
+  WHERE i.launch_ts_ns <= i.call_ts_ns
   GROUP BY ALL
 ), cut AS (
   -- a step starts inside (previous start, start]: a window may begin there, so no chain spans it
@@ -126,7 +177,7 @@ WITH launched AS (
   FROM on_stream p JOIN step_windows st ON st.run_id = p.run_id AND st.ts_ns > p.prev_ts_ns AND st.ts_ns <= p.ts_ns
 ), predecessors AS (
   -- what each work waited for: the work on another stream, the previous work on its stream, or its launch
-  SELECT p.*, lag(p.kind) OVER s AS prev_kind, v.wait_event_id, v.wait_end_ns,
+  SELECT p.*, lag(p.kind) OVER s AS prev_kind, v.wait_event_id, v.wait_end_ns, coalesce(v.wait_inferred, false) AS wait_inferred,
          -- the predecessor is the one that finished last: the other stream's work, the previous
          -- work on this stream, or the launch call (by its start)
          coalesce(v.wait_end_ns > coalesce(p.prev_end_ns, v.wait_end_ns - 1) AND v.wait_end_ns >= coalesce(p.launch_ts_ns, v.wait_end_ns), false) AS waits_on_other,
@@ -162,30 +213,54 @@ SELECT h.*, s.event_id AS launch_prior_sync_id
 FROM heads h ASOF LEFT JOIN syncs s
   ON s.run_id = h.run_id AND s.pid = h.launch_pid AND s.tid = h.launch_tid AND h.launch_ts_ns >= s.end_ns;
 
--- Synchronizing calls (is_sync_call_name) of the given runs with the previous one on their thread
--- (by return time) and the GPU work each waited for: the work that ended last while the call
--- blocked (after its start, by its return), on the synced stream when the call's `cuda_sync`
--- event (same correlation) names one, else on any stream of the run. NULL when no work ended
--- while it blocked: the call waited for nothing. Of works that ended at the same ns, the first
--- in the trace (the lowest event id).
+-- Synchronizing calls of the given runs with the previous one on their thread (by return time)
+-- and the GPU work each waited for. A synchronizing call is one named so (is_sync_call_name:
+-- cudaStreamSynchronize, cudaDeviceSynchronize, cudaEventSynchronize, cudaMemcpy, hipMemcpyWithStream,
+-- ...) or a blocking copy: an async copy call (cudaMemcpyAsync, hipMemcpyAsync) whose copy is
+-- device-to-host into pageable memory (the runtime stages it and returns only when it is done), or
+-- into any memory when the copy ended before the call returned. The work it waited for is the work
+-- that ended last while the call blocked (after its start, by its return): on the synced stream when
+-- the call's `cuda_sync` event (same correlation) names one; else, for a call that made a copy (a
+-- blocking copy, cudaMemcpy, hipMemcpyWithStream), on that copy's stream, so the copy itself or work
+-- queued behind it; else on any stream of the run. NULL when no work ended while it blocked: the
+-- call waited for nothing. Of works that ended at the same ns, the first in the trace (the lowest
+-- event id).
 -- @arg run_ids VARCHAR[] The runs to read.
 -- @columns-as launch_calls: run_id
 -- @column event_id BIGINT The synchronizing call.
--- @column name VARCHAR Its name, e.g. cudaStreamSynchronize, cudaMemcpy.
+-- @column name VARCHAR Its name, e.g. cudaStreamSynchronize, cudaMemcpy, cudaMemcpyAsync.
 -- @columns-as launch_calls: pid, tid, ts_ns
 -- @column end_ns BIGINT Its return, ns.
--- @column correlation BIGINT Its correlation id (its `cuda_sync` event has the same).
+-- @column correlation BIGINT Its correlation id (its `cuda_sync` event and its copy have the same).
+-- @column is_blocking_copy BOOLEAN True for an async copy call that blocked (see above), false for a call named as synchronizing.
 -- @column prev_sync_id BIGINT The previous synchronizing call on its thread, by return.
 -- @column awaited_event_id BIGINT The GPU work it waited for, NULL when none ended while it blocked.
 -- @column awaited_end_ns BIGINT End of that work, ns.
 CREATE OR REPLACE MACRO critical_path_syncs(run_ids) AS TABLE
-WITH sync_calls AS (
-  -- the synchronizing calls, each with the one before it on its thread
+WITH copies AS (
+  -- the GPU copy of each copy call (by correlation): its stream, its end, device-to-host or not, into pinned memory or not
+  SELECT run_id, correlation, any_value(coalesce(device, -1)) AS device, any_value(stream) AS stream, max(ts_ns + dur_ns) AS end_ns,
+         bool_or(regexp_matches(name, '(?i)DtoH|DeviceToHost|D2H')) AS is_dtoh, bool_or(regexp_matches(name, '(?i)pinned')) AS to_pinned
+  FROM device_events(['memcpy'])
+  WHERE run_id IN (SELECT unnest(run_ids)) AND correlation IS NOT NULL AND dur_ns IS NOT NULL
+  GROUP BY ALL
+), calls AS (
+  -- runtime calls named as synchronizing, and copy calls, with their copy
   SELECT e.run_id, e.event_id, e.name, e.pid, e.tid, e.ts_ns, e.ts_ns + e.dur_ns AS end_ns, e.correlation,
-         lag(e.event_id) OVER (PARTITION BY e.run_id, e.pid, e.tid ORDER BY e.ts_ns + e.dur_ns, e.event_id) AS prev_sync_id
-  FROM events e
+         NOT is_sync_call_name(e.name) AS is_blocking_copy, c.device AS copy_device, c.stream AS copy_stream,
+         c.is_dtoh, c.to_pinned, c.end_ns AS copy_end_ns
+  FROM events e LEFT JOIN copies c ON c.run_id = e.run_id AND c.correlation = e.correlation
   WHERE e.run_id IN (SELECT unnest(run_ids)) AND e.phase = 'X' AND e.dur_ns IS NOT NULL
-    AND e.category IN (SELECT category FROM event_categories WHERE is_runtime) AND is_sync_call_name(e.name)
+    AND e.category IN (SELECT category FROM event_categories WHERE is_runtime)
+    AND (is_sync_call_name(e.name) OR launch_call_kind(e.name) = 'memcpy')
+), blocking AS (
+  -- the synchronizing calls and blocking copies
+  SELECT * FROM calls WHERE NOT is_blocking_copy OR (is_dtoh AND (NOT to_pinned OR copy_end_ns <= end_ns))
+), sync_calls AS (
+  -- each with the one before it on its thread
+  SELECT run_id, event_id, name, pid, tid, ts_ns, end_ns, correlation, is_blocking_copy,
+         lag(event_id) OVER (PARTITION BY run_id, pid, tid ORDER BY end_ns, event_id) AS prev_sync_id, copy_device, copy_stream
+  FROM blocking
 ), target AS (
   -- Kineto's GPU-side record of a stream sync names the stream it waited on
   SELECT e.run_id, e.correlation, any_value(e.device) AS device, any_value(e.stream) AS stream
@@ -208,9 +283,10 @@ WITH sync_calls AS (
 ), lookups AS (
   -- each call with the key of the work it may have waited for
   SELECT s.run_id, s.event_id, s.ts_ns, s.end_ns,
-         CASE WHEN t.stream IS NULL THEN 'any' WHEN t.device IS NULL THEN 'stream' ELSE 'device_stream' END AS scope,
-         CASE WHEN t.stream IS NOT NULL AND t.device IS NOT NULL THEN t.device ELSE 0 END AS k_device,
-         coalesce(t.stream, 0) AS k_stream
+         CASE WHEN t.stream IS NOT NULL THEN CASE WHEN t.device IS NULL THEN 'stream' ELSE 'device_stream' END
+              WHEN s.copy_stream IS NOT NULL THEN 'device_stream' ELSE 'any' END AS scope,
+         CASE WHEN t.stream IS NOT NULL THEN coalesce(t.device, 0) WHEN s.copy_stream IS NOT NULL THEN s.copy_device ELSE 0 END AS k_device,
+         coalesce(t.stream, s.copy_stream, 0) AS k_stream
   FROM sync_calls s LEFT JOIN target t ON t.run_id = s.run_id AND t.correlation = s.correlation
 ), last_end AS (
   -- the last end by the call's return among the work it may wait for (an ASOF join: a range join
@@ -227,7 +303,8 @@ WITH sync_calls AS (
    AND k.k_stream = x.k_stream AND k.end_ns = x.awaited_end_ns
   GROUP BY x.run_id, x.event_id
 )
-SELECT s.*, waited.awaited_event_id, waited.awaited_end_ns FROM sync_calls s LEFT JOIN waited USING (run_id, event_id);
+SELECT s.* EXCLUDE (copy_device, copy_stream), waited.awaited_event_id, waited.awaited_end_ns
+FROM sync_calls s LEFT JOIN waited USING (run_id, event_id);
 
 -- The critical path of every step of the given runs (a list of run ids), one row per element of
 -- the path from the window's end back to its start (see the top of this file); the elements
@@ -239,7 +316,7 @@ SELECT s.*, waited.awaited_event_id, waited.awaited_end_ns FROM sync_calls s LEF
 -- @column window_end_ns BIGINT End of the window: the later of the CPU window's end and the last end of the GPU work launched in the step, ns.
 -- @column position BIGINT 1 for the element at the window's start, counting forward in time.
 -- @column kind VARCHAR cpu (time on a CPU thread up to a launch or the window's end), sync (a synchronizing call from the end of the work it waited for to its return, or the whole call when it waited for nothing), launch (launch call start to the work's start), kernel_gap (idle stream between two works where the later was already launched), stream_wait (from the end of work on another stream to the start of the work that waited for it), gpu (a chain of GPU work on one stream) or unattributed (GPU work with neither a launch in the trace nor earlier work on its stream).
--- @column event_id BIGINT The element's event: the last GPU work of a gpu chain, the work after a kernel_gap or stream_wait, the launch call, the synchronizing call; NULL for cpu.
+-- @column event_id BIGINT The element's event: the last GPU work of a gpu chain, the work after a kernel_gap or stream_wait, the launch call, the synchronizing call; for cpu, the outermost CPU op on a run without GPU work, else NULL.
 -- @column head_event_id BIGINT gpu: the first GPU work of the chain on the path (the element's start); NULL otherwise.
 -- @column pid VARCHAR CPU process of cpu, sync and launch elements.
 -- @column tid VARCHAR CPU thread of cpu, sync and launch elements.
@@ -256,13 +333,12 @@ SELECT s.*, waited.awaited_event_id, waited.awaited_end_ns FROM sync_calls s LEF
 -- @column kernel_gap_ns BIGINT Kernel-to-kernel overhead in the element (stream idle with the next work already launched, or waiting for work on another stream), ns.
 -- @column sync_ns BIGINT Time in synchronizing calls that the GPU work does not explain, ns.
 -- @column unattributed_ns BIGINT Time before GPU work that has neither a launch in the trace nor earlier work on its stream, ns.
+-- @column edge VARCHAR The dependency a stream_wait or sync element stands for: recorded_wait (Kineto's `Stream Wait Event`), inferred_wait (a wait call without that record: the other stream's work that ended last before the waiting work started), sync_call (a call named as synchronizing) or blocking_copy (an async device-to-host copy call that blocked); NULL for other kinds.
 CREATE OR REPLACE MACRO critical_path_of(run_ids) AS TABLE
 WITH RECURSIVE work AS MATERIALIZED (
   SELECT * FROM critical_path_work(run_ids)
 ), syncs AS MATERIALIZED (
   SELECT * FROM critical_path_syncs(run_ids)
-), last_gpu AS (
-  SELECT run_id, step, arg_max(event_id, end_ns) AS event_id, max(end_ns) AS end_ns FROM work GROUP BY ALL
 ), cpu_events AS (
   -- CPU ops and runtime calls (a run often ends in cudaFree calls outside any op)
   SELECT run_id, pid, tid, ts_ns, ts_ns + dur_ns AS end_ns, event_id FROM events
@@ -277,20 +353,29 @@ WITH RECURSIVE work AS MATERIALIZED (
          (SELECT arg_max(tid, end_ns) FROM cpu_events o WHERE o.run_id = r.run_id) AS tid
   FROM (SELECT unnest(run_ids) AS run_id) r
   WHERE r.run_id NOT IN (SELECT run_id FROM step_windows)
-), windows AS (
+), cpu_windows AS (
   SELECT st.run_id, st.step, st.ts_ns AS start_ns, st.ts_ns + st.dur_ns AS cpu_end_ns, e.pid, e.tid
   FROM step_windows st JOIN events e ON e.run_id = st.run_id AND e.event_id = st.event_id
   WHERE st.run_id IN (SELECT unnest(run_ids))
+), windows AS (
+  -- each step's window ends at the latest where the next step's begins: windows do not overlap
+  SELECT *, lead(start_ns) OVER (PARTITION BY run_id ORDER BY start_ns, step) AS next_start_ns FROM cpu_windows
   UNION ALL
-  SELECT * FROM stepless WHERE start_ns IS NOT NULL
+  SELECT *, NULL::BIGINT FROM stepless WHERE start_ns IS NOT NULL
+), last_gpu AS (
+  -- a step ends with the last-ending GPU work it launched that started before the next step
+  SELECT w.run_id, w.step, arg_max(x.event_id, x.end_ns) AS event_id, max(x.end_ns) AS end_ns
+  FROM windows w JOIN work x ON x.run_id = w.run_id AND x.step = w.step AND (w.next_start_ns IS NULL OR x.ts_ns < w.next_start_ns)
+  WHERE w.step IS NOT NULL
+  GROUP BY ALL
 ), ends AS (
-  -- a step ends with the last GPU work it launched; a run without steps with its last GPU work
+  -- a run without steps ends with its last GPU work
   SELECT w.*, CASE WHEN w.step IS NULL THEN (SELECT arg_max(event_id, end_ns) FROM work x WHERE x.run_id = w.run_id)
                    ELSE g.event_id END AS last_gpu_event_id
   FROM windows w LEFT JOIN last_gpu g ON g.run_id = w.run_id AND g.step = w.step
 ), starts AS (
   SELECT e.run_id, e.step, e.start_ns,
-         greatest(e.cpu_end_ns, lg.end_ns) AS end_ns,
+         least(greatest(e.cpu_end_ns, lg.end_ns), coalesce(e.next_start_ns, greatest(e.cpu_end_ns, lg.end_ns))) AS end_ns,
          CASE WHEN lg.end_ns > coalesce(e.cpu_end_ns, lg.end_ns - 1) THEN 'gpu' ELSE 'cpu' END AS node,
          lg.event_id AS last_gpu_event_id, e.pid, e.tid
   FROM ends e LEFT JOIN work lg ON lg.run_id = e.run_id AND lg.event_id = e.last_gpu_event_id
@@ -390,12 +475,57 @@ WITH RECURSIVE work AS MATERIALIZED (
       WHERE p.next_kind IS NOT NULL AND p.ts_ns > p.window_start_ns AND p.depth < 10000000
     ) r
   ) q
+), elements AS (
+  -- the path's elements, with the edge each stands for
+  SELECT p.* EXCLUDE (next_kind, next_event_id, next_sync_id, next_pid, next_tid),
+         CASE WHEN p.kind = 'stream_wait' THEN CASE WHEN w.wait_inferred THEN 'inferred_wait' ELSE 'recorded_wait' END
+              WHEN p.kind = 'sync' THEN CASE WHEN s.is_blocking_copy THEN 'blocking_copy' ELSE 'sync_call' END END AS edge,
+         0 AS piece
+  FROM path p
+  LEFT JOIN work w ON p.kind = 'stream_wait' AND w.run_id = p.run_id AND w.event_id = p.event_id
+  LEFT JOIN syncs s ON p.kind = 'sync' AND s.run_id = p.run_id AND s.event_id = p.event_id
+  WHERE p.kind <> 'end'
+), cpu_only AS (
+  -- runs without GPU work: their cpu elements are walked op by op
+  SELECT unnest(run_ids) AS run_id EXCEPT SELECT run_id FROM work
+), top_ops AS (
+  -- the outermost CPU ops of those runs
+  SELECT o.run_id, o.pid, o.tid, o.event_id, o.ts_ns, o.ts_ns + o.dur_ns AS end_ns FROM events o
+  WHERE o.run_id IN (SELECT run_id FROM cpu_only) AND o.phase = 'X' AND o.is_cpu_op AND o.is_top_level_op AND o.dur_ns IS NOT NULL
+), op_spans AS (
+  -- each outermost op on the element's thread, clipped to the element and to the ops before it
+  SELECT x.*, lag(x.end_ns) OVER (PARTITION BY x.run_id, x.step, x.depth ORDER BY x.ts_ns, x.op_id) AS prev_end_ns
+  FROM (SELECT c.run_id, c.step, c.depth, c.ts_ns AS el_ts_ns, c.end_ns AS el_end_ns, o.event_id AS op_id,
+               greatest(o.ts_ns, c.ts_ns, coalesce(max(o.end_ns) OVER (PARTITION BY c.run_id, c.step, c.depth ORDER BY o.ts_ns, o.event_id
+                                                                     ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), c.ts_ns)) AS ts_ns,
+               least(o.end_ns, c.end_ns) AS end_ns
+        FROM elements c JOIN top_ops o ON o.run_id = c.run_id AND o.pid = c.pid AND o.tid = c.tid AND o.ts_ns < c.end_ns AND o.end_ns > c.ts_ns
+        WHERE c.kind = 'cpu') x
+  WHERE x.end_ns > x.ts_ns
+), pieces AS (
+  -- the ops, and the time between them (and before the first, after the last) as cpu without an op
+  SELECT run_id, step, depth, op_id AS event_id, ts_ns, end_ns FROM op_spans
+  UNION ALL
+  SELECT run_id, step, depth, NULL, coalesce(prev_end_ns, el_ts_ns), ts_ns FROM op_spans WHERE ts_ns > coalesce(prev_end_ns, el_ts_ns)
+  UNION ALL
+  SELECT run_id, step, depth, NULL, max(end_ns), any_value(el_end_ns) FROM op_spans GROUP BY ALL HAVING max(end_ns) < any_value(el_end_ns)
+), split AS (
+  -- cpu elements of runs without GPU work, cut along their outermost ops
+  SELECT c.* EXCLUDE (event_id, ts_ns, end_ns, cpu_ns, piece), x.event_id, x.ts_ns, x.end_ns, x.end_ns - x.ts_ns AS cpu_ns,
+         row_number() OVER (PARTITION BY c.run_id, c.step, c.depth ORDER BY x.ts_ns) AS piece
+  FROM elements c JOIN pieces x ON x.run_id = c.run_id AND x.step IS NOT DISTINCT FROM c.step AND x.depth = c.depth
+  WHERE c.kind = 'cpu'
+), all_elements AS (
+  SELECT * FROM elements
+  WHERE NOT (kind = 'cpu' AND (run_id, step, depth) IN (SELECT (run_id, step, depth) FROM split))
+  UNION ALL BY NAME
+  SELECT * FROM split
 )
 SELECT run_id, step, window_start_ns, window_end_ns,
-       row_number() OVER (PARTITION BY run_id, step ORDER BY depth DESC) AS position,
+       row_number() OVER (PARTITION BY run_id, step ORDER BY depth DESC, piece) AS position,
        kind, event_id, head_event_id, pid, tid, device, stream, ts_ns, end_ns - ts_ns AS dur_ns,
-       works, cpu_ns, gpu_compute_ns, communication_ns, gpu_copy_ns, launch_ns, kernel_gap_ns, sync_ns, unattributed_ns
-FROM path WHERE kind <> 'end';
+       works, cpu_ns, gpu_compute_ns, communication_ns, gpu_copy_ns, launch_ns, kernel_gap_ns, sync_ns, unattributed_ns, edge
+FROM all_elements;
 
 -- The critical path of every profiler step of every run (`critical_path_of` over all runs; a run
 -- without profiler steps is one window with step NULL), one row per element, in time order by
@@ -404,6 +534,6 @@ FROM path WHERE kind <> 'end';
 -- that each waited for the previous one, with the gaps between them); the elements of a window
 -- tile it, and each element's breakdown columns add up to its dur_ns.
 -- @columns-as critical_path_of: run_id, step, window_start_ns, window_end_ns, position, kind, event_id, head_event_id, pid, tid, device, stream
--- @columns-as critical_path_of: ts_ns, dur_ns, works, cpu_ns, gpu_compute_ns, communication_ns, gpu_copy_ns, launch_ns, kernel_gap_ns, sync_ns, unattributed_ns
+-- @columns-as critical_path_of: ts_ns, dur_ns, works, cpu_ns, gpu_compute_ns, communication_ns, gpu_copy_ns, launch_ns, kernel_gap_ns, sync_ns, unattributed_ns, edge
 CREATE OR REPLACE VIEW critical_path AS
 SELECT * FROM critical_path_of((SELECT list(run_id) FROM runs));
