@@ -162,7 +162,7 @@ def overlap_rows(events, linked_only=False) -> dict:
     return out
 
 
-def idle_rows(events, threshold_ns=30) -> dict:
+def idle_rows(events, threshold_ns=30_000) -> dict:
     """{(device, stream): HTA-style idle breakdown and launch queue} (see the idle report)."""
     per_stream = defaultdict(list)
     for w in gpu_work(events):
@@ -325,9 +325,9 @@ def test_idle_breakdown_of_the_generated_job(store):
     # hand-checked: the copy launched at 480 us after the gemm ended at 300 us (200 us), the kernel
     # launched at 555 us after the copy ended at 550 us (10 us) and step 2's gemm launched at 1010 us
     # after the copy ended at 975 us (125 us) are host waits; 20 ns between back-to-back kernels is a
-    # kernel wait; 100 us (launched long before), 50 us (a kernel without a launch) and 5 us (a copy
-    # launched before the stream went idle) are other.
-    assert (r["host_wait_ns"], r["kernel_wait_ns"], r["other_ns"]) == ((200 + 10 + 125) * US, 20, (100 + 50 + 5) * US)
+    # kernel wait, and so is 5 us (a copy launched before the stream went idle: under the 30 us
+    # default); 100 us (launched long before) and 50 us (a kernel without a launch) are other.
+    assert (r["host_wait_ns"], r["kernel_wait_ns"], r["other_ns"]) == ((200 + 10 + 125) * US, 20 + 5 * US, (100 + 50) * US)
     assert r["idle_ns"] == r["window_ns"] - r["busy_ns"]
     assert r["max_queue_length"] == 2  # kernels launched at 555 and 558 us, the first starts at 560 us
     want = idle_rows(events["job0"])
@@ -346,6 +346,22 @@ def test_idle_breakdown_matches_the_trace(store, run):
     for key, w in want.items():
         assert {k: rows[key][k] for k in w} == w, key
     assert sum(w["host_wait_ns"] for w in want.values()) > 0
+
+
+def test_kernel_wait_threshold_is_htas_30_us(tmp_path):
+    """HTA's consecutive_kernel_delay=30 is compared with microsecond timestamps: 30 us. Four kernels
+    all launched up front (no host wait), with gaps of 20 us and 40 us between them, and 29.999 us."""
+    launch = [{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 1 + i,
+               "dur": 0.5, "args": {"correlation": 10 + i}} for i in range(4)]
+    starts = [100, 130, 180, 219.999]  # each kernel runs 10 us: gaps of 20, 40 and 29.999 us
+    kernels = [{"ph": "X", "cat": "kernel", "name": f"k{i}", "pid": 0, "tid": 7, "ts": t, "dur": 10,
+                "args": {"device": 0, "stream": 7, "correlation": 10 + i}} for i, t in enumerate(starts)]
+    store = tmp_path / "store"
+    traceduck.ingest(write_trace(tmp_path / "gaps.json", launch + kernels), store=store, name="gaps")
+    r = report(store, "idle", ["gaps"])[0]
+    assert (r["host_wait_ns"], r["kernel_wait_ns"], r["other_ns"]) == (0, 20 * US + 29_999, 40 * US)
+    r = report(store, "idle", ["gaps"], ["kernel_wait_threshold_ns=30"])[0]  # the documented "30 ns"
+    assert (r["kernel_wait_ns"], r["other_ns"]) == (0, 20 * US + 40 * US + 29_999)
 
 
 @pytest.mark.parametrize("run", ["job0", "nccl_data"])
