@@ -73,20 +73,43 @@ def generated(tmp_path_factory):
                children=[lambda: inner.setdefault("addmm", t.op(
                    "aten::addmm", [[32], [32, 16], [16, 32], [], []], [bf, bf, bf, "Scalar", "Scalar"],
                    ["", "", "", "1", "1"], kernel_ns=2000))])
-    lin_cost = (gemm(1, 32, 16, 32, True), (32 * 16 + 32 * 16 + 32 + 32 * 32) * 2, 2000)
+    # torch counts no bias (flop_counter's addmm_flop, computeFlops); TraceLens adds m*n (flops_with_bias)
+    lin_cost = (gemm(1, 32, 16, 32), (32 * 16 + 32 * 16 + 32 + 32 * 32) * 2, 2000)
     exp[lin] = lin_cost
     exp[inner["addmm"]] = lin_cost
+    with_bias = {lin: gemm(1, 32, 16, 32, True), inner["addmm"]: gemm(1, 32, 16, 32, True)}
     exp[t.op("aten::bmm", [[3, 5, 7], [3, 7, 11]], ["c10::Half"] * 2, kernel_ns=1500)] = \
         (gemm(3, 5, 7, 11), (3 * 5 * 7 + 3 * 7 * 11 + 3 * 5 * 11) * 2, 1500)
     # broadcast batch dims: [2, 1] with [3] -> 6 products
     exp[t.op("aten::matmul", [[2, 1, 5, 7], [3, 7, 4]], [f32, f32], kernel_ns=1000)] = \
         (gemm(6, 5, 7, 4), (2 * 5 * 7 + 3 * 7 * 4 + 6 * 5 * 4) * 4, 1000)
-    # conv2d: stride 2, padding 1 -> 16 x 16 outputs; flops 2 * N * C_out * out * C_in/g * k + bias
+    # conv2d: stride 2, padding 1 -> 16 x 16 outputs; flops 2 * N * C_out * out * C_in/g * k (+ bias: with_bias)
     out = (32 + 2 - 2 - 1) // 2 + 1
     exp[t.op("aten::conv2d", [[2, 3, 32, 32], [8, 3, 3, 3], [8], [], [], [], []], [f32, f32, f32, "ScalarList",
              "ScalarList", "ScalarList", "Int"], ["", "", "", "[2, 2]", "[1, 1]", "[1, 1]", "1"], kernel_ns=3000)] = \
-        (2 * 2 * 8 * out * out * 3 * 9 + 2 * 8 * out * out,
-         (2 * 3 * 32 * 32 + 8 * 3 * 9 + 8 + 2 * 8 * out * out) * 4, 3000)
+        (2 * 2 * 8 * out * out * 3 * 9, (2 * 3 * 32 * 32 + 8 * 3 * 9 + 8 + 2 * 8 * out * out) * 4, 3000)
+    with_bias[next(reversed(exp))] = 2 * 2 * 8 * out * out * 3 * 9 + 2 * 8 * out * out
+    # its backward, every gradient asked for: grad_input and grad_weight cost a forward each (torch's
+    # conv_backward_flop); grad_bias (one add per grad_output element) only in flops_with_bias
+    cb_dims = [[2, 8, out, out], [2, 3, 32, 32], [8, 3, 3, 3]] + [[]] * 8
+    cb_types = [f32, f32, f32, "ScalarList", "ScalarList", "ScalarList", "ScalarList", "Scalar", "ScalarList", "Int",
+                "ScalarList"]
+    cb = t.op("aten::convolution_backward", cb_dims, cb_types,
+              ["", "", "", "[8]", "[2, 2]", "[1, 1]", "[1, 1]", "False", "[0, 0]", "1", "[True, True, True]"], kernel_ns=6000)
+    exp[cb] = (2 * (2 * 2 * 8 * out * out * 3 * 9),
+               (2 * 8 * out * out + 2 * (2 * 3 * 32 * 32) + 2 * (8 * 3 * 9) + 8) * 4, 6000)
+    with_bias[cb] = exp[cb][0] + 2 * 8 * out * out
+    # grouped (2 groups), grad_weight alone: torch counts it over all 4 input channels, twice the
+    # forward's 2 * N * C_out * L_out * C_in/g * k = 576
+    cw = t.op("aten::convolution_backward", [[1, 6, 8], [1, 4, 10], [6, 2, 3]] + [[]] * 8, cb_types,
+              ["", "", "", "[6]", "[1]", "[0]", "[1]", "False", "[0]", "2", "[False, True, False]"], kernel_ns=700)
+    exp[cw] = (3 * 8 * 4 * 6 * 1 * 2, (48 + 40 + 36 + 36) * 4, 700)
+    assert exp[cw][0] == 2 * 576
+    # output_mask not recorded: all three gradients
+    cu = t.op("aten::convolution_backward", [[1, 6, 8], [1, 4, 10], [6, 4, 3]] + [[]] * 8, cb_types,
+              ["", "", "", "[6]", "[1]", "[0]", "[1]", "False", "[0]", "1", ""], kernel_ns=650)
+    exp[cu] = (2 * (2 * 1 * 6 * 8 * 4 * 3), (48 + 2 * 40 + 2 * 72 + 6) * 4, 650)
+    with_bias[cu] = exp[cu][0] + 48
     # transposed: (5 - 1) * 2 - 0 + (3 - 1) + 1 + 1 = 12; flops over the input's positions
     tout = (5 - 1) * 2 + 2 + 1 + 1
     exp[t.op("aten::conv_transpose2d", [[1, 4, 5, 5], [4, 2, 3, 3], [], [], [], [], [], []],
@@ -123,10 +146,11 @@ def generated(tmp_path_factory):
     exp[t.op("aten::conv1d", [[1, 4, 10], [6, 2, 3], [], [], [], [], []],
              [f32, f32, "", "ScalarList", "ScalarList", "ScalarList", "Int"], ["", "", "", "[1]", "[0]", "[1]", "2"],
              kernel_ns=900)] = (2 * 1 * 6 * 8 * 2 * 3, (40 + 36 + 48) * 4, 900)
-    # baddbmm: beta * self + alpha * (batch1 @ batch2), the add counted once per output like addmm's bias
+    # baddbmm: beta * self + alpha * (batch1 @ batch2), the add counted once per output in flops_with_bias only
     exp[t.op("aten::baddbmm", [[3, 5, 11], [3, 5, 7], [3, 7, 11], [], []], [f32, f32, f32, "Scalar", "Scalar"],
              ["", "", "", "1", "1"], kernel_ns=1200)] = \
-        (gemm(3, 5, 7, 11, True), (3 * 5 * 11 + 3 * 5 * 7 + 3 * 7 * 11 + 3 * 5 * 11) * 4, 1200)
+        (gemm(3, 5, 7, 11), (3 * 5 * 11 + 3 * 5 * 7 + 3 * 7 * 11 + 3 * 5 * 11) * 4, 1200)
+    with_bias[next(reversed(exp))] = gemm(3, 5, 7, 11, True)
     exp[t.op("aten::softmax", [[4, 16], [], []], [f32, "Int", ""], ["", "-1", ""], kernel_ns=600)] = \
         (5 * 64, 2 * 64 * 4, 600)
     exp[t.op("aten::mul", [[4, 1, 16], [3, 16]], [f32, f32], kernel_ns=500)] = \
@@ -154,11 +178,11 @@ def generated(tmp_path_factory):
     unknown = write_trace(path.parent / "unknown.json", u.events, deviceProperties=[{"id": 0, "name": "Fancy GPU"}])
     unnamed = write_trace(path.parent / "unnamed.json", u.events[:1] + [dict(e, ts=e["ts"] + 0.5) for e in u.events[1:]])
     traceduck.ingest([path, unknown, unnamed], store=store)
-    return traceduck.open(store), exp, {lin, inner["addmm"]}
+    return traceduck.open(store), exp, {lin, inner["addmm"]}, with_bias
 
 
 def test_generated_ops_have_the_formulas_costs(generated):
-    db, exp, _ = generated
+    db, exp, _, _ = generated
     rows = {r[0]: r[1:] for r in db.sql("SELECT event_id, flops, bytes, gpu_dur_ns, tflops_per_s, tb_per_s FROM op_cost "
                                         "JOIN runs USING (run_id) WHERE runs.name = 'generated'").fetchall()}
     for event_id, (flops, nbytes, gpu_ns) in exp.items():
@@ -169,8 +193,17 @@ def test_generated_ops_have_the_formulas_costs(generated):
         assert got[4] == (None if gpu_ns is None else pytest.approx(nbytes / gpu_ns / 1e3))
 
 
+def test_flops_follow_torch_and_flops_with_bias_tracelens(generated):
+    db, exp, _, with_bias = generated
+    rows = dict(db.sql("SELECT event_id, flops_with_bias FROM op_cost JOIN runs USING (run_id) "
+                       "WHERE runs.name = 'generated'").fetchall())
+    for event_id, (flops, _, _) in exp.items():
+        assert rows[event_id] == with_bias.get(event_id, flops), event_id
+    assert all(with_bias[e] > exp[e][0] for e in with_bias)
+
+
 def test_nested_ops_are_counted_once(generated):
-    db, exp, nested = generated
+    db, exp, nested, _ = generated
     lin, addmm = sorted(nested)
     counted = dict(db.sql("SELECT event_id, is_counted FROM op_cost JOIN runs USING (run_id) "
                           "WHERE runs.name = 'generated'").fetchall())
@@ -179,7 +212,7 @@ def test_nested_ops_are_counted_once(generated):
 
 
 def test_generated_trace_picks_the_h100_and_draws_the_roofline(generated):
-    db, exp, nested = generated
+    db, exp, nested, _ = generated
     dev = db.sql("SELECT name, device_name, device, bf16_tflops, memory_tbps FROM run_devices JOIN runs USING (run_id) "
                  "ORDER BY name").fetchall()
     assert dev == [("generated", "NVIDIA H100 80GB HBM3", "H100 SXM", 989.4, 3.35), ("unknown", "Fancy GPU", None, None, None),
@@ -204,7 +237,7 @@ def test_generated_trace_picks_the_h100_and_draws_the_roofline(generated):
 
 @pytest.mark.slow  # 2 s
 def test_unknown_device_says_how_to_give_peaks(generated):
-    db, _, _ = generated
+    db, _, _, _ = generated
     flops, nbytes = gemm(1, 64, 64, 64), 3 * 64 * 64 * 4
     for run, where in (("unknown", "device 'Fancy GPU'"), ("unnamed", "this run (the trace names no device)")):
         cols, rows = run_report(db, "roofline", runs=[run])
@@ -220,12 +253,12 @@ def test_unknown_device_says_how_to_give_peaks(generated):
 
 
 def test_top_ops_by_category(generated):
-    db, _, _ = generated
+    db, _, _, _ = generated
     cols, rows = run_report(db, "top-ops", runs=["generated"], params=["group_by=category"])
     by = {r[cols.index("name")]: r[cols.index("calls")] for r in rows}
-    # GEMM: linear, addmm, bmm, matmul, baddbmm; convolution: conv2d, conv_transpose2d, conv1d;
+    # GEMM: linear, addmm, bmm, matmul, baddbmm; convolution: conv2d, conv_transpose2d, conv1d, convolution_backward x 3;
     # normalisation: layer_norm, rms_norm, batch_norm x 2, group_norm; copy: embedding, index_select, copy_ x 3
-    assert by == {"GEMM": 5, "convolution": 3, "attention": 2, "normalisation": 5, "reduction": 2,
+    assert by == {"GEMM": 5, "convolution": 6, "attention": 2, "normalisation": 5, "reduction": 2,
                   "elementwise": 3, "copy": 5}
 
 
@@ -254,12 +287,12 @@ def _expected_from_json(path: Path) -> dict[int, tuple]:
         name = e["name"]
         if name == "aten::addmm":
             (m, k), n = d[1], d[2][1]
-            cost = (gemm(1, m, k, n, True), (m * k + k * n + numel(d[0]) + m * n) * EB[ty[1]])
+            cost = (gemm(1, m, k, n), (m * k + k * n + numel(d[0]) + m * n) * EB[ty[1]])  # torch: no bias
         elif name == "aten::linear":
             k, n = d[0][-1], d[1][0]
             m = numel(d[0]) // k
             bias = bool(d[2])
-            cost = (gemm(1, m, k, n, bias), (numel(d[0]) + numel(d[1]) + (numel(d[2]) if bias else 0) + m * n) * EB[ty[0]])
+            cost = (gemm(1, m, k, n), (numel(d[0]) + numel(d[1]) + (numel(d[2]) if bias else 0) + m * n) * EB[ty[0]])
         elif name in ("aten::scaled_dot_product_attention", "aten::_scaled_dot_product_flash_attention"):
             b, h, s, dh = d[0]
             causal = a["Concrete Inputs"][5 if name == "aten::scaled_dot_product_attention" else 4] == "True"

@@ -131,7 +131,8 @@ def gpu_work(events) -> list[dict]:
         launch_ts = ns(launch["ts"]) if launch else None
         step = next((n for n, s, t in steps if launch_ts is not None and s <= launch_ts < t), None)
         work.append({"kind": kind, "device": e["args"].get("device", e["pid"]), "stream": e["args"].get("stream", e["tid"]),
-                     "start": ns(e["ts"]), "end": ns(e["ts"]) + ns(e["dur"]), "launch": launch_ts, "step": step})
+                     "start": ns(e["ts"]), "end": ns(e["ts"]) + ns(e["dur"]), "launch": launch_ts, "step": step,
+                     "correlation": e["args"].get("correlation")})
     return work
 
 
@@ -162,7 +163,7 @@ def overlap_rows(events, linked_only=False) -> dict:
     return out
 
 
-def idle_rows(events, threshold_ns=30) -> dict:
+def idle_rows(events, threshold_ns=30_000) -> dict:
     """{(device, stream): HTA-style idle breakdown and launch queue} (see the idle report)."""
     per_stream = defaultdict(list)
     for w in gpu_work(events):
@@ -182,17 +183,22 @@ def idle_rows(events, threshold_ns=30) -> dict:
         row["window_ns"] = max(w["end"] for w in work) - min(w["start"] for w in work)
         row["busy_ns"] = length([(w["start"], w["end"]) for w in work])
         row["idle_ns"] = row["host_wait_ns"] + row["kernel_wait_ns"] + row["other_ns"]
-        edges = sorted([(w["launch"], 1) for w in work if w["launch"] is not None]
-                       + [(w["start"], -1) for w in work if w["launch"] is not None])
-        queued, top, area = 0, None, 0
-        for (t, d), nxt in zip(edges, edges[1:] + [None]):
-            queued += d
-            top = queued if top is None else max(top, queued)
-            if nxt is not None:
-                area += queued * (nxt[0] - t)
-        row["max_queue_length"] = top
-        span = edges[-1][0] - edges[0][0] if edges else 0
-        row["mean_queue_length"] = round(area / span, 3) if span else None
+        items = [(w["launch"], w["start"]) for w in work if w["launch"] is not None]
+        first_start = {}  # a launch call (a graph launch too) is one queue item until its first work starts
+        for w in work:
+            if w["launch"] is not None:
+                c = w["correlation"]
+                first_start[c] = (w["launch"], min(w["start"], first_start.get(c, (0, w["start"]))[1]))
+        for unit, pairs in (("queue_length", list(first_start.values())), ("queued_work", items)):
+            edges = sorted([(a, 1) for a, _ in pairs] + [(b, -1) for _, b in pairs])
+            queued, top, area = 0, None, 0
+            for (t, d), nxt in zip(edges, edges[1:] + [None]):
+                queued += d
+                top = queued if top is None else max(top, queued)
+                if nxt is not None:
+                    area += queued * (nxt[0] - t)
+            span = edges[-1][0] - edges[0][0] if edges else 0
+            row[f"max_{unit}"], row[f"mean_{unit}"] = top, (round(area / span, 3) if span else None)
         out[key] = row
     return out
 
@@ -325,9 +331,9 @@ def test_idle_breakdown_of_the_generated_job(store):
     # hand-checked: the copy launched at 480 us after the gemm ended at 300 us (200 us), the kernel
     # launched at 555 us after the copy ended at 550 us (10 us) and step 2's gemm launched at 1010 us
     # after the copy ended at 975 us (125 us) are host waits; 20 ns between back-to-back kernels is a
-    # kernel wait; 100 us (launched long before), 50 us (a kernel without a launch) and 5 us (a copy
-    # launched before the stream went idle) are other.
-    assert (r["host_wait_ns"], r["kernel_wait_ns"], r["other_ns"]) == ((200 + 10 + 125) * US, 20, (100 + 50 + 5) * US)
+    # kernel wait, and so is 5 us (a copy launched before the stream went idle: under the 30 us
+    # default); 100 us (launched long before) and 50 us (a kernel without a launch) are other.
+    assert (r["host_wait_ns"], r["kernel_wait_ns"], r["other_ns"]) == ((200 + 10 + 125) * US, 20 + 5 * US, (100 + 50) * US)
     assert r["idle_ns"] == r["window_ns"] - r["busy_ns"]
     assert r["max_queue_length"] == 2  # kernels launched at 555 and 558 us, the first starts at 560 us
     want = idle_rows(events["job0"])
@@ -346,6 +352,42 @@ def test_idle_breakdown_matches_the_trace(store, run):
     for key, w in want.items():
         assert {k: rows[key][k] for k in w} == w, key
     assert sum(w["host_wait_ns"] for w in want.values()) > 0
+
+
+def test_kernel_wait_threshold_is_htas_30_us(tmp_path):
+    """HTA's consecutive_kernel_delay=30 is compared with microsecond timestamps: 30 us. Four kernels
+    all launched up front (no host wait), with gaps of 20 us and 40 us between them, and 29.999 us."""
+    launch = [{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 1 + i,
+               "dur": 0.5, "args": {"correlation": 10 + i}} for i in range(4)]
+    starts = [100, 130, 180, 219.999]  # each kernel runs 10 us: gaps of 20, 40 and 29.999 us
+    kernels = [{"ph": "X", "cat": "kernel", "name": f"k{i}", "pid": 0, "tid": 7, "ts": t, "dur": 10,
+                "args": {"device": 0, "stream": 7, "correlation": 10 + i}} for i, t in enumerate(starts)]
+    store = tmp_path / "store"
+    traceduck.ingest(write_trace(tmp_path / "gaps.json", launch + kernels), store=store, name="gaps")
+    r = report(store, "idle", ["gaps"])[0]
+    assert (r["host_wait_ns"], r["kernel_wait_ns"], r["other_ns"]) == (0, 20 * US + 29_999, 40 * US)
+    r = report(store, "idle", ["gaps"], ["kernel_wait_threshold_ns=30"])[0]  # the documented "30 ns"
+    assert (r["kernel_wait_ns"], r["other_ns"]) == (0, 20 * US + 40 * US + 29_999)
+
+
+SGLANG = "public/AMD-AGI__TraceLens/tests/traces/inference/sglang_decode/sglang_Qwen3-8B_decode.json.gz"
+
+
+def test_launch_queue_counts_a_graph_launch_once(tmp_path):
+    """A graph launch puts one item in the launch queue (until its first kernel on the stream starts),
+    not one per kernel of the graph: max/mean_queue_length count launches, max/mean_queued_work the
+    kernels, both against plain json on a shared decode trace replaying CUDA graphs (HIP on MI300X)."""
+    store = tmp_path / "store"
+    traceduck.ingest(shared_dir() / SGLANG, store=store, name="sglang")
+    events = trace_events(load_json(shared_dir() / SGLANG))
+    want = idle_rows(events)
+    rows = {(r["device"], r["stream"]): r for r in report(store, "idle", ["sglang"])}
+    assert set(rows) == set(want)
+    for key, w in want.items():
+        assert {k: rows[key][k] for k in w} == w, key
+    graphs = {e["args"]["correlation"] for e in events if e.get("ph") == "X" and "GraphLaunch" in e["name"]}
+    busy = max(want.values(), key=lambda w: w["work_items"])
+    assert graphs and busy["max_queue_length"] < busy["max_queued_work"]  # a graph's kernels queue as one launch
 
 
 @pytest.mark.parametrize("run", ["job0", "nccl_data"])

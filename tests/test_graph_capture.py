@@ -395,7 +395,7 @@ def test_op_time_for_cost_models(graphs):
 ROOF_LAUNCHES = 4
 BF = "c10::BFloat16"
 M, K, N = 512, 1024, 1024
-LINEAR_FLOPS = 2 * M * K * N + M * N  # one [M, K] x [K, N] product plus the bias added to each of its M*N results
+LINEAR_FLOPS = 2 * M * K * N  # one [M, K] x [K, N] product; the bias add is not counted (torch.utils.flop_counter)
 LINEAR_BYTES = (M * K + N * K + N + M * N) * 2  # input, weight, bias read, output written; bf16
 MUL_FLOPS = M * N  # one multiply per element
 MUL_BYTES = 3 * M * N * 2  # two inputs read, one output written

@@ -314,12 +314,13 @@ def test_gpu_utilization_by_interval_union(gpu_store, trace):
     assert set(rows) == set(per_device)
     for d, r in rows.items():
         assert (r["busy_ns"], r["communication_ns"]) == (busy[d], union_length(comm.get(d, [])))
-        assert (r["span_ns"], r["idle_ns"]) == (span, span - busy[d])
-        assert (r["gpu_window_ns"], r["gpu_window_idle_ns"]) == (window[d], window[d] - busy[d])
-        assert r["idle_pct"] == round(100 * (span - busy[d]) / span, 2)
-        assert r["gpu_window_idle_pct"] == round(100 * (window[d] - busy[d]) / window[d], 2)
-        assert r["gpu_window_busy_pct"] == round(100 * busy[d] / window[d], 2)
-        assert r["gpu_window_ns"] < r["span_ns"]
+        assert (r["trace_span_ns"], r["idle_in_trace_ns"]) == (span, span - busy[d])
+        assert (r["device_window_ns"], r["idle_in_device_window_ns"]) == (window[d], window[d] - busy[d])
+        assert r["idle_in_trace_pct"] == round(100 * (span - busy[d]) / span, 2)
+        assert r["busy_in_trace_pct"] == round(100 * busy[d] / span, 2)
+        assert r["idle_in_device_window_pct"] == round(100 * (window[d] - busy[d]) / window[d], 2)
+        assert r["busy_in_device_window_pct"] == round(100 * busy[d] / window[d], 2)
+        assert r["device_window_ns"] < r["trace_span_ns"]
 
 
 @pytest.mark.slow  # 3 s

@@ -41,8 +41,9 @@ CREATE OR REPLACE MACRO name_collective(name) AS
 -- symmetric-memory multimem_all_reduce_kernel). The collective is the name's (`name_collective`:
 -- allreduce, allgather, reducescatter, alltoall, broadcast, reduce, sendrecv), 'unknown' for a
 -- library kernel that names none (ncclDevKernel_Generic runs whatever NCCL queued). Other tools
--- differ: HTA counts names containing `ncclKernel` (not NCCL 2.19's ncclDevKernel_* nor
--- symmetric-memory kernels); TraceLens names containing `nccl`.
+-- differ: HTA 0.5.0's is_comm_kernel counts names matching `^nccl.*Kernel` (ncclDevKernel_* included,
+-- not rccl* nor symmetric-memory kernels; HTA before 0.5: names containing `ncclKernel`); TraceLens's
+-- GPUEventAnalyser the names its is_communication_string matches (older versions: containing `nccl`).
 -- @arg kernel_name VARCHAR Name of a GPU kernel.
 CREATE OR REPLACE MACRO kernel_collective(kernel_name) AS
   CASE WHEN regexp_matches(kernel_name, '(?i)(nccl|rccl|msccl)') OR is_collective_name(kernel_name)

@@ -35,8 +35,11 @@ CREATE OR REPLACE MACRO concrete_bool(c) AS CASE lower(trim(c)) WHEN 'true' THEN
 CREATE OR REPLACE MACRO conv_param(l, i) AS CASE WHEN len(l) = 1 THEN l[1] ELSE l[i] END;
 
 -- FLOPs of `batch` matrix products [m, k] x [k, n]: 2*m*k*n each (a multiply and an add per term),
--- plus m*n for a bias added to each result. Sources: torch.utils.flop_counter (mm_flop, bmm_flop,
--- addmm_flop), TraceLens PerfModel GEMM.flops_func (which adds the bias the same way).
+-- plus m*n for a bias added to each result when has_bias. torch counts no bias: torch.utils.flop_counter
+-- (mm_flop, bmm_flop; addmm_flop and baddbmm_flop return the product's count alone) and the
+-- profiler's computeFlops (aten::addmm, aten::baddbmm: 2*m*k*n), so op_cost's flops passes false;
+-- TraceLens PerfModel GEMM.flops_func adds m*n for addmm, baddbmm and a linear with a bias
+-- (op_cost's flops_with_bias passes has_bias).
 -- @arg batch HUGEINT Matrix products (1 for mm, addmm, linear).
 -- @arg m BIGINT Rows of A and of the result.
 -- @arg k BIGINT Columns of A, rows of B.
@@ -65,8 +68,9 @@ CREATE OR REPLACE MACRO conv_out_len(x, k, s, p, d) AS (x + 2 * p - d * (k - 1) 
 CREATE OR REPLACE MACRO conv_transpose_out_len(x, k, s, p, d, op) AS (x - 1) * s - 2 * p + d * (k - 1) + op + 1;
 
 -- FLOPs of a convolution: 2 * batch * prod(weight dims) * prod(spatial dims of the output), for a
--- transposed one of the input (torch.utils.flop_counter.conv_flop_count); plus one add per output
--- element for a bias, as for GEMMs.
+-- transposed one of the input (torch.utils.flop_counter.conv_flop_count: "Computation for bias are
+-- ignored", so op_cost's flops passes has_bias false); plus one add per output element for a bias
+-- when has_bias (TraceLens PerfModel CONV.flops_func; op_cost's flops_with_bias).
 -- @arg n BIGINT Batch size (1 for an unbatched input).
 -- @arg weight_numel HUGEINT Elements of the weight.
 -- @arg spatial_numel HUGEINT Elements of one channel of the output (of the input, for a transposed convolution).
@@ -276,7 +280,8 @@ SELECT run_id, event_id, anc_id FROM up;
 -- gemm (mm, addmm, bmm, baddbmm, matmul with broadcast batch dims, linear, _scaled_mm: gemm_flops;
 -- bytes A + B + bias + output), conv (conv1d/2d/3d, conv_transpose1d/2d/3d, convolution,
 -- _convolution, with stride/padding/dilation/groups/output_padding from Concrete Inputs:
--- conv_flops), attention (scaled_dot_product_attention, the flash/efficient/cuDNN SDPA ops,
+-- conv_flops), conv_backward (convolution_backward: grad_input and grad_weight as torch's
+-- conv_backward_flop, by output_mask), attention (scaled_dot_product_attention, the flash/efficient/cuDNN SDPA ops,
 -- _flash_attention_forward, _efficient_attention_forward, flash_attn::_flash_attn_forward:
 -- attention_flops; varlen and sliding-window calls are not modelled; bytes Q + K + V + mask + output),
 -- layer_norm / rms_norm / batch_norm / group_norm (norm_flops; bytes inputs + output), softmax
@@ -292,10 +297,11 @@ SELECT run_id, event_id, anc_id FROM up;
 -- @columns-as cpu_ops: run_id, event_id
 -- @column op_name VARCHAR Op name, e.g. aten::addmm.
 -- @columns-as op_name_categories: category
--- @column model VARCHAR Formula used (gemm, conv, attention, layer_norm, rms_norm, batch_norm, group_norm, softmax, unary, binary, reduction, embedding, gather, copy), NULL when none applies.
+-- @column model VARCHAR Formula used (gemm, conv, conv_backward, attention, layer_norm, rms_norm, batch_norm, group_norm, softmax, unary, binary, reduction, embedding, gather, copy), NULL when none applies.
 -- @column input_dims VARCHAR Dims of every input, as in top-ops.
 -- @column dtype VARCHAR Dtype the math runs in: the first matrix's (GEMM), the input's (others), the source's (copies).
--- @column flops BIGINT Floating-point operations of one call; NULL when no formula applies or an input it needs is missing; 0 for bytes-only formulas.
+-- @column flops BIGINT Floating-point operations of one call, as torch counts them (torch.utils.flop_counter, the profiler's computeFlops: no bias term for addmm, baddbmm, linear or convolutions, no grad_bias); NULL when no formula applies or an input it needs is missing; 0 for bytes-only formulas.
+-- @column flops_with_bias BIGINT flops plus one add per output element for a bias (GEMMs and convolutions with a bias, a convolution backward's grad_bias), as TraceLens's PerfModel counts; equal to flops for the other formulas.
 -- @column bytes BIGINT Minimum bytes read and written by the op's math; NULL when unknown.
 -- @column gpu_dur_ns BIGINT GPU time of the kernels, device-to-device memcpys and memsets launched from inside the op's subtree, ns; NULL when none.
 -- @column tflops_per_s DOUBLE Achieved TFLOP/s: flops / gpu_dur_ns / 1000.
@@ -341,6 +347,8 @@ WITH RECURSIVE op_formulas AS MATERIALIZED (
            max(arg_pos) FILTER (WHERE arg_name = 'window_size_right') AS window_size_right,
            max(arg_pos) FILTER (WHERE arg_name = 'training') AS training,
            max(arg_pos) FILTER (WHERE arg_name = 'out') AS out,
+           max(arg_pos) FILTER (WHERE arg_name = 'grad_output') AS grad_output,
+           max(arg_pos) FILTER (WHERE arg_name = 'output_mask') AS output_mask,
            max(arg_pos) FILTER (WHERE arg_name = 'residual') AS residual,
            max(arg_pos) FILTER (WHERE arg_name = 'dtype') AS dtype,
            max(arg_pos) FILTER (WHERE arg_name = 'half_to_float') AS half_to_float,
@@ -406,7 +414,8 @@ gemm_inputs AS (
 ), gemm_costs AS (
   -- FLOPs and bytes of the GEMMs whose shapes fit
   SELECT run_id, event_id, 'gemm' AS model, a.dtype,
-         CASE WHEN fits AND k = kb AND a.dtype IS NOT NULL THEN gemm_flops(batch, m, k, n, has_bias) END AS flops,
+         CASE WHEN fits AND k = kb AND a.dtype IS NOT NULL THEN gemm_flops(batch, m, k, n, false) END AS flops,
+         CASE WHEN fits AND k = kb AND a.dtype IS NOT NULL THEN gemm_flops(batch, m, k, n, has_bias) END AS flops_with_bias,
          CASE WHEN fits AND k = kb THEN a.bytes + b.bytes + CASE WHEN has_bias THEN bias.bytes ELSE 0 END + batch * m * n * out_eb END AS bytes
   FROM gemm_dims
 ),
@@ -444,12 +453,42 @@ conv_inputs AS (
   -- FLOPs and bytes of the convolutions whose parameters are all known
   SELECT run_id, event_id, 'conv' AS model, x.dtype,
          conv_flops(n, w.numel, dims_numel(CASE WHEN transposed THEN xs ELSE os END), n * c_out * dims_numel(os),
-                    bias.dtype IS NOT NULL)::HUGEINT AS flops,
+                    false)::HUGEINT AS flops,
+         conv_flops(n, w.numel, dims_numel(CASE WHEN transposed THEN xs ELSE os END), n * c_out * dims_numel(os),
+                    bias.dtype IS NOT NULL)::HUGEINT AS flops_with_bias,
          x.bytes + w.bytes + coalesce(bias.bytes, 0) + n * c_out * dims_numel(os) * x.eb AS bytes
   FROM conv_outputs
   WHERE transposed IS NOT NULL AND groups IS NOT NULL AND s IS NOT NULL AND d IS NOT NULL
     AND (p IS NOT NULL OR is_same) AND (op IS NOT NULL OR NOT transposed)
     AND list_bool_and(list_transform(os, lambda v: v > 0))
+),
+-- convolution backward (torch.utils.flop_counter.conv_backward_flop): grad_input (output_mask[0]) costs
+-- what the forward convolution costs; grad_weight (output_mask[1]) is counted as torch counts it, a
+-- convolution over the full input channels: the forward's cost times groups; grad_bias (output_mask[2])
+-- is not counted (TraceLens's CONV.flops_bwd_func adds one FLOP per grad_output element for it:
+-- flops_with_bias). An output_mask not recorded counts all three. The forward's output spatial dims
+-- are grad_output's (its input's for a transposed convolution)
+conv_backward_inputs AS (
+  -- grad_output, input, weight, transposed, groups and output_mask as written
+  SELECT run_id, event_id, ins[sig.grad_output] AS g, ins[sig.input] AS x, ins[sig.weight] AS w,
+         concrete_bool(ins[sig.transposed].c) AS transposed, TRY_CAST(ins[sig.groups].c AS BIGINT) AS groups,
+         list_transform(string_split(trim(coalesce(ins[sig.output_mask].c, ''), '[] '), ','), lambda v: concrete_bool(v)) AS mask
+  FROM shaped_ops LEFT JOIN signatures sig USING (name) WHERE model = 'conv_backward'
+), conv_backward_costs AS (
+  -- FLOPs and bytes: grad_output, input and weight read; the gradients asked for written
+  SELECT run_id, event_id, 'conv_backward' AS model, x.dtype,
+         (CASE WHEN coalesce(mask[1], true) THEN 1 ELSE 0 END + CASE WHEN coalesce(mask[2], true) THEN groups ELSE 0 END)
+           * conv_flops(g.dims[1], w.numel, dims_numel((CASE WHEN transposed THEN x.dims ELSE g.dims END)[3:]), 0, false)
+           AS flops,
+         (CASE WHEN coalesce(mask[1], true) THEN 1 ELSE 0 END + CASE WHEN coalesce(mask[2], true) THEN groups ELSE 0 END)
+           * conv_flops(g.dims[1], w.numel, dims_numel((CASE WHEN transposed THEN x.dims ELSE g.dims END)[3:]), 0, false)
+           + CASE WHEN coalesce(mask[3], true) THEN g.numel ELSE 0 END AS flops_with_bias,
+         g.bytes + x.bytes + w.bytes + CASE WHEN coalesce(mask[1], true) THEN x.bytes ELSE 0 END
+           + CASE WHEN coalesce(mask[2], true) THEN w.bytes ELSE 0 END
+           + CASE WHEN coalesce(mask[3], true) THEN g.dims[2] * g.eb ELSE 0 END AS bytes
+  FROM conv_backward_inputs
+  WHERE transposed IS NOT NULL AND groups IS NOT NULL AND len(g.dims) >= 3 AND len(g.dims) = len(x.dims)
+    AND len(w.dims) = len(x.dims)
 ),
 -- attention: q, k, v in [.., S, D] (SDPA) or [B, S, H, D] (flash / efficient forward, flash_attn);
 -- the causal flag, a mask or bias, a varlen marker (cu_seqlens given) and flash_attn's window, where
@@ -595,8 +634,10 @@ copy_costs AS (
   WHERE EXISTS (SELECT 1 FROM shaped_ops s WHERE s.run_id = t.run_id AND s.event_id = t.event_id AND s.model = 'copy')
 ), costs AS MATERIALIZED (
   -- every formula's FLOPs and bytes, one row per op with a formula
-  SELECT run_id, event_id, model, dtype, flops::HUGEINT AS flops, bytes::HUGEINT AS bytes FROM gemm_costs
-  UNION ALL BY NAME SELECT * FROM conv_costs UNION ALL BY NAME SELECT * FROM attention_costs UNION ALL BY NAME SELECT * FROM norm_costs
+  SELECT run_id, event_id, model, dtype, flops::HUGEINT AS flops, flops_with_bias::HUGEINT AS flops_with_bias,
+         bytes::HUGEINT AS bytes FROM gemm_costs
+  UNION ALL BY NAME SELECT * FROM conv_costs UNION ALL BY NAME SELECT * FROM conv_backward_costs
+  UNION ALL BY NAME SELECT * FROM attention_costs UNION ALL BY NAME SELECT * FROM norm_costs
   UNION ALL BY NAME SELECT * FROM softmax_costs UNION ALL BY NAME SELECT * FROM unary_costs UNION ALL BY NAME SELECT * FROM binary_costs
   UNION ALL BY NAME SELECT * FROM reduction_costs UNION ALL BY NAME SELECT * FROM gather_costs UNION ALL BY NAME SELECT * FROM copy_costs
 ),
@@ -636,7 +677,8 @@ op_tree AS MATERIALIZED (
 SELECT o.run_id, o.event_id, o.name AS op_name, o.category, c.model,
        list_transform(o.ins, lambda x: x.dims)::VARCHAR AS input_dims,
        coalesce(c.dtype, o.first_dtype) AS dtype,
-       TRY_CAST(c.flops AS BIGINT) AS flops, TRY_CAST(c.bytes AS BIGINT) AS bytes,
+       TRY_CAST(c.flops AS BIGINT) AS flops, TRY_CAST(coalesce(c.flops_with_bias, c.flops) AS BIGINT) AS flops_with_bias,
+       TRY_CAST(c.bytes AS BIGINT) AS bytes,
        g.gpu_dur_ns::BIGINT AS gpu_dur_ns,
        c.flops / nullif(g.gpu_dur_ns, 0) / 1e3 AS tflops_per_s,
        c.bytes / nullif(g.gpu_dur_ns, 0) / 1e3 AS tb_per_s,
@@ -649,7 +691,7 @@ LEFT JOIN subtree_gpu g USING (run_id, event_id)
 LEFT JOIN enclosed e USING (run_id, event_id)
 UNION ALL
 -- the ops without one: no cost, never counted (a filter on is_counted skips this part)
-SELECT o.run_id, o.event_id, o.name, o.category, NULL, i.input_dims_text, i.input_dtypes[1], NULL, NULL,
+SELECT o.run_id, o.event_id, o.name, o.category, NULL, i.input_dims_text, i.input_dtypes[1], NULL, NULL, NULL,
        g.gpu_dur_ns::BIGINT, NULL, NULL, NULL, false, o.parent_op_id, o.call_site, o.step
 FROM op_formulas o JOIN op_inputs i ON i.run_id = o.run_id AND i.event_id = o.event_id
 LEFT JOIN subtree_gpu g ON g.run_id = o.run_id AND g.event_id = o.event_id
