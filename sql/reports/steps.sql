@@ -1,4 +1,4 @@
--- title: Steps
+-- title: Steps, one row each
 -- description: Per step (ProfilerStep#N, else an inference engine's step markers: SGLang's step[...], vLLM's execute_...; or a --step-marker pattern): its marker, phase, batch size and tokens, whether it is a warm-up step, wall time, CPU busy time (top-level ops, any thread), GPU busy and idle time of the work the step launched (a graph launch's kernels included), and its kernel count. The step-stats report sums the steady-state steps up (median, p90, max, coefficient of variation).
 -- per-run: true
 -- empty: no steps in the selected runs (or none of that phase): profile with a schedule and call prof.step() every iteration, or name the annotations that mark the steps (traceduck step-marker RUN --marker REGEX)
