@@ -101,7 +101,7 @@ CREATE TABLE events (
   is_cpu_op BOOLEAN,
   -- True when the event is a CPU op that no other CPU op on its thread contains: top_op_id = event_id.
   is_top_level_op BOOLEAN,
-  -- Profiler step whose CPU window (see `step_windows`) contains the start of this CPU event; NULL on devices.
+  -- Step whose CPU window (see `step_windows`) contains the start of this CPU event; NULL on devices.
   step BIGINT,
   -- The `External id` arg (links CPU ops, runtime calls and kernels), or NULL.
   external_id BIGINT,
@@ -175,14 +175,17 @@ CREATE TABLE shapes (
   bytes BIGINT
 );
 
--- One row per profiler step: the CPU-side `ProfilerStep#N` annotation (category user_annotation, or
--- legacy Operator/cpu_op) that defines the step's window. The `steps` view adds the GPU-side span.
+-- One row per step: the CPU annotation (category user_annotation, or legacy Operator/cpu_op) that
+-- defines the step's window: `ProfilerStep#N`; without it, SGLang's `step[...]`, else vLLM's
+-- `execute_..._context_..._generation_...` (macro step_marker_family); or the annotations of a
+-- pattern (`ingest --step-marker`, `traceduck step-marker`). The `steps` view adds the marker's
+-- name, phase, batch size and tokens, warm-up, and a ProfilerStep's GPU-side span.
 CREATE TABLE step_windows (
   -- Run the step belongs to.
   run_id VARCHAR,
-  -- N of ProfilerStep#N (numbering counts the schedule's wait and warmup steps).
+  -- N of ProfilerStep#N (numbering counts the schedule's wait and warmup steps), the number a pattern's first group captures, else 0, 1, ... by start.
   step BIGINT,
-  -- The ProfilerStep annotation event.
+  -- The annotation event that marks the step.
   event_id BIGINT,
   -- Start of the window, ns.
   ts_ns BIGINT,

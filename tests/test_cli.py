@@ -156,7 +156,7 @@ def test_query_and_selection_errors(store):
 
 
 # every command, in the order `--help` lists them, written out by hand (as in the README's table)
-COMMANDS = ["ingest", "runs", "label", "rename", "rm", "compact", "sql", "schema", "reports", "report", "diff",
+COMMANDS = ["ingest", "runs", "label", "rename", "step-marker", "rm", "compact", "sql", "schema", "reports", "report", "diff",
             "catalog", "shell", "export"]
 
 
@@ -314,7 +314,7 @@ def test_schema_lists_every_table_view_and_macro_and_their_columns(samples_store
     block = text[:text.index("CREATE OR REPLACE VIEW steps")].rsplit("\n\n", 1)[-1]
     declared = re.findall(r"^-- @column (\w+) (\S+) (.+)$", block, re.M)
     code, out, _ = cli(capsys, "schema", "steps", "--store", samples_store, "-f", "csv")
-    assert [tuple(r) for r in csv.reader(io.StringIO(out))][1:] == declared and len(declared) == 8
+    assert [tuple(r) for r in csv.reader(io.StringIO(out))][1:] == declared and len(declared) == 13
     # or as declared where `@columns-as` takes them from: op_inputs' first two are cpu_ops'
     assert "-- @columns-as cpu_ops: run_id, event_id" in (sql / "views" / "cpu.sql").read_text()
     code, out, _ = cli(capsys, "schema", "op_inputs", "--store", samples_store, "-f", "csv")
@@ -338,7 +338,7 @@ def test_reports_lists_every_report_file(capsys):
     code, out, err = cli(capsys, "reports", "-f", "csv")
     rows = list(csv.reader(io.StringIO(out)))
     assert (code, err, rows[0]) == (0, "", ["report", "title", "description"])
-    assert {r[0]: r[1] for r in rows[1:]} == titles and len(titles) == 20
+    assert {r[0]: r[1] for r in rows[1:]} == titles and len(titles) == 21
 
 
 def test_report_counts_the_calls_of_the_trace(samples_store, capsys):

@@ -477,7 +477,7 @@ def test_errors_suggest(stores, capsys, monkeypatch):
                    "Run `traceduck schema` to see the tables and columns.\n")
     _, _, err = cli(capsys, monkeypatch, "sql", "SELECT e.nmae FROM events e", "--store", store)
     assert err == ('Error: Binder Error: Values list "e" does not have a column named "nmae"! Did you mean "name" '
-                   'or "numel"? Run `traceduck schema` to see the tables and columns.\n')
+                   'or "numel" or "marker"? Run `traceduck schema` to see the tables and columns.\n')
 
 
 @pytest.mark.slow  # 3 s

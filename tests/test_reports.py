@@ -18,7 +18,7 @@ from conftest import SAMPLES, load_json, run_report, shared_dir, shared_trace_fi
 
 REPORTS = sorted(all_reports())
 EXPECTED_REPORTS = ["callees", "callers", "collectives", "comm-overlap", "copies-by-call-site", "critical-path", "cuda-graphs", "gpu-utilization",
-                    "idle", "launch-overhead", "memory", "ops-by-shape", "overview", "ranks", "roofline", "steps", "sync",
+                    "idle", "launch-overhead", "memory", "ops-by-shape", "overview", "ranks", "roofline", "step-stats", "steps", "sync",
                     "time-by-call-site", "top-kernels", "top-ops"]
 
 
@@ -383,7 +383,7 @@ def test_report_cli(cpu_store):
     unknown = td("report", "nope", "--store", cpu_store)
     assert unknown.stderr.startswith("Error: no report named 'nope'. Reports: callees, callers, collectives, ")
     extra = td("report", "steps", "--store", cpu_store, "--param", "x=1")
-    assert extra.stderr == "Error: report steps has no parameter 'x'. Parameters: none.\n"
+    assert extra.stderr == "Error: report steps has no parameter 'x'. Parameters: phase.\n"
 
 
 def test_time_by_call_site_totals(cpu_store, gpu_store):

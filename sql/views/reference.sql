@@ -1,5 +1,5 @@
 -- Macros over event names: the one definition of each pattern, used by the views and by ingest
--- (which finds step_windows with step_number). The vocabularies that are lists rather than
+-- (which finds step_windows with step_number and step_marker_family). The vocabularies that are lists rather than
 -- patterns are reference tables: their rows are the CSV files of sql/reference (one per table),
 -- loaded into every connection and read by ingest too.
 
@@ -7,6 +7,45 @@
 -- NULL for any other name (and for N beyond BIGINT).
 -- @arg name VARCHAR An event name.
 CREATE OR REPLACE MACRO step_number(name) AS TRY_CAST(regexp_extract(name, '^ProfilerStep#(\d+)$', 1) AS BIGINT);
+
+-- The family of a step marker: 'profiler_step' for `ProfilerStep#N`; 'sglang' for SGLang's
+-- `step[MODE bs=N ...]` (`step[DECODE bs=32]`, `step[EXTEND bs=4 toks=2048]`, `step[PREFILL ...]`);
+-- 'vllm' for vLLM's `execute_<tokens>_context_<n>(...)_generation_<m>(...)`; NULL for any other
+-- name. Ingest takes a run's steps from the first family present in this order (unless given a
+-- pattern of its own, `ingest --step-marker`).
+-- @arg name VARCHAR An event name.
+CREATE OR REPLACE MACRO step_marker_family(name) AS CASE
+  WHEN step_number(name) IS NOT NULL THEN 'profiler_step'
+  WHEN regexp_matches(name, '^step\[[A-Z_]+( [^\]]*)?\]$') THEN 'sglang'
+  WHEN regexp_matches(name, '^execute_\d+_context_\d+.*_generation_\d+') THEN 'vllm' END;
+
+-- The phase of an inference step from its marker's name: 'prefill', 'decode' or 'mixed'. SGLang:
+-- DECODE is decode, EXTEND and PREFILL are prefill, MIXED is mixed (other modes NULL). vLLM: from
+-- its request counts, context > 0 and generation > 0 mixed, only context prefill, only generation
+-- decode. NULL for other markers (ProfilerStep#N).
+-- @arg name VARCHAR A step marker's name (steps.marker).
+CREATE OR REPLACE MACRO step_marker_phase(name) AS CASE
+  WHEN regexp_matches(name, '^step\[DECODE[ \]]') THEN 'decode'
+  WHEN regexp_matches(name, '^step\[(EXTEND|PREFILL)[ \]]') THEN 'prefill'
+  WHEN regexp_matches(name, '^step\[MIXED[ \]]') THEN 'mixed'
+  WHEN regexp_matches(name, '^execute_\d+_context_[1-9]\d*.*_generation_[1-9]') THEN 'mixed'
+  WHEN regexp_matches(name, '^execute_\d+_context_[1-9]\d*.*_generation_0+\b') THEN 'prefill'
+  WHEN regexp_matches(name, '^execute_\d+_context_0+\b.*_generation_[1-9]') THEN 'decode' END;
+
+-- The batch size a step marker carries: SGLang's bs=N; vLLM's context plus generation requests.
+-- NULL when the name carries none.
+-- @arg name VARCHAR A step marker's name (steps.marker).
+CREATE OR REPLACE MACRO step_marker_batch_size(name) AS coalesce(
+  TRY_CAST(regexp_extract(name, '^step\[[A-Z_]+ [^\]]*\bbs=(\d+)', 1) AS BIGINT),
+  TRY_CAST(regexp_extract(name, '^execute_\d+_context_(\d+)', 1) AS BIGINT)
+    + TRY_CAST(regexp_extract(name, '^execute_\d+_context_\d+.*_generation_(\d+)', 1) AS BIGINT));
+
+-- The tokens a step marker carries: SGLang's toks=M; vLLM's scheduled tokens (execute_<tokens>_...).
+-- NULL when the name carries none (SGLang writes no toks= for DECODE: one token per request).
+-- @arg name VARCHAR A step marker's name (steps.marker).
+CREATE OR REPLACE MACRO step_marker_tokens(name) AS coalesce(
+  TRY_CAST(regexp_extract(name, '^step\[[A-Z_]+ [^\]]*\btoks=(\d+)', 1) AS BIGINT),
+  TRY_CAST(regexp_extract(name, '^execute_(\d+)_context_\d+.*_generation_\d+', 1) AS BIGINT));
 
 -- True for a runtime/driver call that starts device work: kernel and graph launches
 -- (cudaLaunchKernel, cuLaunchKernelEx, hipExtModuleLaunchKernel, cudaGraphLaunch,

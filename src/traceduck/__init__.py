@@ -16,10 +16,10 @@ from ._version import __version__  # noqa: E402
 from .errors import InputError, QueryError, RunSelectionError, StoreError, TraceduckError  # noqa: E402
 
 if TYPE_CHECKING:
-    from .api import Database, check, compact, export, ingest, label, open, remove, rename
+    from .api import Database, check, compact, export, ingest, label, open, remove, rename, set_step_marker
 
 # Loaded on first use, so that `import traceduck` (and `traceduck --version`) costs no DuckDB import.
-_LAZY = {name: "api" for name in ("Database", "ingest", "open", "label", "rename", "remove", "compact", "check")}
+_LAZY = {name: "api" for name in ("Database", "ingest", "open", "label", "rename", "remove", "compact", "check", "set_step_marker")}
 
 
 class _Package(types.ModuleType):
@@ -51,5 +51,5 @@ def __getattr__(name: str) -> object:
     raise AttributeError(f"module 'traceduck' has no attribute {name!r}")
 
 
-__all__ = ["Database", "ingest", "open", "export", "label", "rename", "remove", "compact", "check", "TraceduckError", "InputError",
+__all__ = ["Database", "ingest", "open", "export", "label", "rename", "remove", "compact", "check", "set_step_marker", "TraceduckError", "InputError",
            "StoreError", "RunSelectionError", "QueryError", "__version__"]

@@ -68,7 +68,7 @@ def expand_paths(paths: Iterable[str | os.PathLike]) -> list[Path]:
 def ingest(paths: str | os.PathLike | Iterable[str | os.PathLike], store: str | os.PathLike | None = None,
            name: str | None = None, labels: dict[str, str] | None = None, force: bool = False,
            jobs: int | None = None, progress: Callable[[Path, int, int, str], None] | None = None,
-           salvage: bool = False) -> list[IngestResult]:
+           salvage: bool = False, step_marker: str | None = None) -> list[IngestResult]:
     """Ingest trace files (or directories of them, searched at any depth) into a store; returns one
     `IngestResult` per file (`run_id`, `name`, `events`, `seconds`, `skipped` when the same bytes
     were already there).
@@ -78,7 +78,9 @@ def ingest(paths: str | os.PathLike | Iterable[str | os.PathLike], store: str | 
     from the same bytes; `jobs` worker processes (default: the number of cores). `progress(path,
     bytes_read, events, stage)` is called as the work goes: stage `parsing`, then `sorting`,
     `nesting`, `writing` and `done` (with the file's event count). With `salvage`, a truncated or
-    damaged trace keeps its complete events before the cut.
+    damaged trace keeps its complete events before the cut. `step_marker`, a regular expression
+    (RE2, as DuckDB's regexp_matches), names the CPU annotations that mark the steps instead of
+    ProfilerStep#N or an inference engine's markers (see `set_step_marker`).
 
     A file found in a directory that is JSON but not a trace (no traceEvents list) is skipped: its
     result has `not_a_trace` set. A file named alone that is not a trace is an error. When some
@@ -89,9 +91,11 @@ def ingest(paths: str | os.PathLike | Iterable[str | os.PathLike], store: str | 
     from .ingester import IngestResult, default_jobs, ingest_file
     from .ingester.pipeline import PARALLEL_MIN_BYTES, default_names, start_workers
     from .ingester.reader import sniff
+    from .ingester.steps import check_marker
 
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
+    step_marker = check_marker(step_marker)
     listed = expand(paths)
     files = [f for f, _ in listed]
     if (jobs or default_jobs()) > 1 and (len(files) > 1 or any(_size(f) >= PARALLEL_MIN_BYTES for f in files)):
@@ -114,13 +118,13 @@ def ingest(paths: str | os.PathLike | Iterable[str | os.PathLike], store: str | 
     jobs = jobs or default_jobs()
     errors: list[tuple[Path, TraceduckError]] = []
     if len(todo) > 1 and jobs > 1:
-        _ingest_many(todo, names, taken, st, labels, force, jobs, progress, salvage, results, errors)
+        _ingest_many(todo, names, taken, st, labels, force, jobs, progress, salvage, results, errors, step_marker)
     else:
         for f in todo:
             cb = (lambda b, n, stage, f=f: progress(f, b, n, stage)) if progress else None
             try:
                 results[f] = ingest_file(f, st, name=names[f], labels=labels, force=force, jobs=jobs, progress=cb,
-                                         salvage=salvage, taken=taken)
+                                         salvage=salvage, taken=taken, step_marker=step_marker)
             except TraceduckError as e:
                 if len(files) == 1:
                     raise
@@ -205,7 +209,8 @@ def _raise_first(files: list[Path], results: dict[Path, IngestResult], errors: l
 def _ingest_many(files: list[Path], names: dict[Path, str | list[str]], taken: dict[str, set[str]], st: Store,
                  labels: dict[str, str] | None, force: bool, jobs: int,
                  progress: Callable[[Path, int, int, str], None] | None, salvage: bool,
-                 results: dict[Path, IngestResult], errors: list[tuple[Path, TraceduckError]]) -> None:
+                 results: dict[Path, IngestResult], errors: list[tuple[Path, TraceduckError]],
+                 step_marker: str | None = None) -> None:
     """One file per worker process (e.g. one trace per rank); the others land if one fails."""
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
@@ -214,7 +219,7 @@ def _ingest_many(files: list[Path], names: dict[Path, str | list[str]], taken: d
 
     with ProcessPoolExecutor(max_workers=min(jobs, len(files)), mp_context=worker_context()) as pool:
         futures = {pool.submit(ingest_file, f, st, name=names[f], labels=labels, force=force, jobs=1,
-                               salvage=salvage, taken=taken): f for f in files}
+                               salvage=salvage, taken=taken, step_marker=step_marker): f for f in files}
         for fut in as_completed(futures):
             f = futures[fut]
             try:
@@ -431,6 +436,27 @@ def rename(run: str, name: str, store: str | os.PathLike | None = None) -> tuple
 
     st.update_run(run_id, change)
     return run_id, old[0], name
+
+
+def set_step_marker(runs: str | Iterable[str], marker: str | None = None,
+                    store: str | os.PathLike | None = None) -> list[dict]:
+    """Derive the steps of the selected runs anew: from the CPU annotations whose names match
+    `marker` (a regular expression, RE2 as DuckDB's regexp_matches), or with None the automatic
+    choice of ingest (ProfilerStep#N, else SGLang's step[...], else vLLM's execute_...). Rewrites
+    each run's step_windows and its events' steps, and publishes the run whole, as `ingest --force`
+    replaces one: readers see the old steps or the new. Returns each run's `run_id`, `name`,
+    `steps` (how many) and `family` ('profiler_step', 'sglang', 'vllm', 'pattern'; None: no step).
+    A later `ingest --force` of the trace derives the steps again without the pattern unless given one."""
+    from .ingester.steps import check_marker, restep_run
+
+    marker = check_marker(marker)
+    st = _existing(store)
+    chosen = selection.picked(_run_rows(st), runs)
+    out = []
+    for r in chosen:
+        steps, family = restep_run(st, r["run_id"], marker)
+        out.append({"run_id": r["run_id"], "name": r["name"], "steps": steps, "family": family})
+    return out
 
 
 def remove(runs: str | Iterable[str], store: str | os.PathLike | None = None) -> list[tuple[str, str]]:

@@ -93,6 +93,9 @@ def ingest(
     timings: bool = typer.Option(False, "--timings", help="Print seconds spent per ingest stage (on stderr)."),
     salvage: bool = typer.Option(False, "--salvage", help="Keep the complete events of a truncated or damaged trace "
                                  "before the cut (the run is marked salvaged) instead of failing."),
+    step_marker: Optional[str] = typer.Option(None, "--step-marker", help="Regular expression (RE2) of the CPU "
+                                              "annotations that mark the steps [default: ProfilerStep#N, else "
+                                              "SGLang's step[...], else vLLM's execute_...]."),
 ) -> None:
     """Ingest traces into the store: one run per file; the same bytes twice is a no-op."""
     from .api import ingest as ingest_traces
@@ -104,10 +107,10 @@ def ingest(
     failed: TraceduckError | None = None
     try:
         if show_progress:
-            results = _ingest_with_progress(paths, store, name, labels, force, jobs, salvage)
+            results = _ingest_with_progress(paths, store, name, labels, force, jobs, salvage, step_marker)
         else:
             results = ingest_traces(paths, store=store, name=name, labels=labels, force=force, jobs=jobs,
-                                    salvage=salvage)
+                                    salvage=salvage, step_marker=step_marker)
         outcomes = [(r.path, r) for r in results]
     except TraceduckError as e:
         if not hasattr(e, "outcomes"):  # one file, or nothing to ingest: the error alone says it
@@ -174,7 +177,7 @@ def _reason(e: TraceduckError, path: Path) -> str:
     return text
 
 
-def _ingest_with_progress(files, store, name, labels, force, jobs, salvage):
+def _ingest_with_progress(files, store, name, labels, force, jobs, salvage, step_marker):
     from rich.progress import (BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn,
                                TransferSpeedColumn)
 
@@ -198,7 +201,7 @@ def _ingest_with_progress(files, store, name, labels, force, jobs, salvage):
                        events=f"{events:,} events{rate}")
 
         return ingest_traces(files, store=store, name=name, labels=labels, force=force, jobs=jobs, progress=progress,
-                             salvage=salvage)
+                             salvage=salvage, step_marker=step_marker)
 
 
 # The columns of `traceduck runs`, `schema` and `reports` with their roles in a table too wide for the terminal
@@ -257,6 +260,28 @@ def rename(
 
     run_id, old, new = rename_trace(run, name, store=store)
     typer.echo(f"{short_id(run_id)}: '{old}' -> '{new}'")
+
+
+STEP_FAMILIES = {"profiler_step": "ProfilerStep#N", "sglang": "SGLang step[...]", "vllm": "vLLM execute_...",
+                 "pattern": "the pattern"}
+
+
+@app.command("step-marker")
+def step_marker(
+    runs: list[str] = typer.Argument(..., help="Runs: ids, unique prefixes, names, name patterns, label:KEY=VALUE "
+                                     "or rank:N.", show_default=False),
+    marker: Optional[str] = typer.Option(None, "--marker", "-m", help="Regular expression (RE2) of the CPU annotations "
+                                         "that mark the steps [default: as ingest chooses: ProfilerStep#N, else "
+                                         "SGLang's step[...], else vLLM's execute_...]."),
+    store: Optional[Path] = StoreOpt,
+) -> None:
+    """Derive the steps of stored runs anew, from annotations matching --marker (or as ingest does)."""
+    from .api import set_step_marker
+
+    for r in set_step_marker(runs, marker, store=store):
+        n = r["steps"]
+        found = f"{n:,} step{'s' if n != 1 else ''} from {STEP_FAMILIES[r['family']]}" if r["family"] else "no steps"
+        typer.echo(f"{short_id(r['run_id'])} '{r['name']}': {found}")
 
 
 @app.command("rm")

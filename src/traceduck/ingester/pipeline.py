@@ -33,6 +33,7 @@ from .frames import StackInterner, normalize, split_frame
 from .nesting import Nester, nest_vectorized
 from .reader import ChunkedEvents, NotParseable, RawSource, TraceLayout
 from .repair import Fault
+from .steps import assign_steps, check_marker, find_windows, step_windows_table
 from .streaming import Cut, StreamingEvents
 
 # Below this many raw bytes, worker processes cost more than they save.
@@ -189,9 +190,12 @@ def _pick_name(name: str | list[str] | None, path: Path, run_ids: set[str], take
 
 def ingest_file(path: Path, store: Store, name: str | list[str] | None = None, labels: dict[str, str] | None = None,
                 force: bool = False, jobs: int | None = None, progress: Progress | None = None,
-                salvage: bool = False, taken: dict[str, set[str]] | None = None) -> IngestResult:
+                salvage: bool = False, taken: dict[str, set[str]] | None = None,
+                step_marker: str | None = None) -> IngestResult:
     """Ingest one trace file into the store and publish it as a run. With `salvage`, a truncated
-    or damaged trace keeps its complete events before the cut instead of failing. `name` is the
+    or damaged trace keeps its complete events before the cut instead of failing. `step_marker`:
+    a regular expression of the annotations that mark the steps (see steps.py; default: the first
+    marker family present). `name` is the
     run's name, or names to choose from (see `default_names`): the first that no other run has in
     `taken` (name -> run ids)."""
     started = time.perf_counter()
@@ -202,6 +206,7 @@ def ingest_file(path: Path, store: Store, name: str | list[str] | None = None, l
     if not path.is_file():
         raise InputError(f"{path}: not a regular file")
     jobs = jobs or default_jobs()
+    step_marker = check_marker(step_marker)
     if jobs > 1 and path.stat().st_size >= PARALLEL_MIN_BYTES:
         start_workers()
     try:
@@ -241,7 +246,7 @@ def ingest_file(path: Path, store: Store, name: str | list[str] | None = None, l
         watch.lap("parse+convert")
         try:
             count, overlaps, op_overlaps, warnings = _merge(path, tmp, parts, layout, results, run_id, jobs, watch,
-                                                            progress)
+                                                            progress, step_marker)
         except duckdb.OutOfMemoryException:  # DuckDB's message is many lines of tuning advice
             raise InputError(f"{path}: the merge of its events ran out of memory ({MERGE_MEMORY}, spilling included)",
                              "Its values are too large to sort here (names or args of many MB); shorten them, "
@@ -373,8 +378,8 @@ def _int_or_none(v: object) -> int | None:
 
 
 def _merge(path: Path, tmp: Path, parts: Path, layout: TraceLayout, results: list[ChunkResult],
-           run_id: str, jobs: int, watch: Stopwatch, progress: Progress | None = None
-           ) -> tuple[int, int, int, dict]:
+           run_id: str, jobs: int, watch: Stopwatch, progress: Progress | None = None,
+           step_marker: str | None = None) -> tuple[int, int, int, dict]:
     """Give events global ids, nest them, derive stacks, and write the run's final tables; `progress`
     hears of each stage as it starts."""
     offsets = []
@@ -408,7 +413,7 @@ def _merge(path: Path, tmp: Path, parts: Path, layout: TraceLayout, results: lis
             which = "the one item of traceEvents is not" if items == 1 else f"none of the {items:,} items of traceEvents is"
             raise NotATrace(path, f"{which} an event; {EVENT_LIKE}", f"{NotATrace.HINT} of events")
         warnings.update(found)
-        windows = _step_windows(con, parts, base_ns)
+        windows = _step_windows(con, parts, base_ns, step_marker)
         reader = con.sql(
             f"""SELECT hash(coalesce(c.is_device, false), x.pid, x.tid) AS track,
                        p.offsets[x.chunk + 1] + x.local_idx AS event_id, x.ts_ns,
@@ -576,38 +581,18 @@ def _masked(values: np.ndarray, missing: np.ndarray, typ: pa.DataType) -> pa.Arr
     return pa.array(values.astype(typ.to_pandas_dtype(), copy=False), typ, mask=missing)
 
 
-def _step_windows(con: duckdb.DuckDBPyConnection, parts: Path, base_ns: int) -> dict[str, np.ndarray]:
-    """The CPU ProfilerStep#N annotations of the run, by start: the steps' windows."""
-    found = con.execute(
-        f"""SELECT p.offsets[x.chunk + 1] + x.local_idx AS event_id, x.ts_ns + ? AS ts_ns, x.dur_ns,
-                   step_number(x.name) AS step
-            FROM read_parquet('{_q(str(parts / "events-*.parquet"))}') x, p
-            WHERE x.phase = 'X' AND list_contains(?::VARCHAR[], x.category) AND step_number(x.name) IS NOT NULL
-              AND x.ts_ns IS NOT NULL AND x.dur_ns IS NOT NULL
-            ORDER BY ts_ns, event_id""", [base_ns, list(reference.STEP_CATEGORIES)]).fetchall()
-    cols = list(zip(*found)) if found else [(), (), (), ()]
-    return {k: np.asarray(v, dtype=np.int64) for k, v in zip(("event_id", "ts_ns", "dur_ns", "step"), cols)}
-
-
-def _assign_steps(ts: np.ndarray, valid: np.ndarray, windows: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """(step, missing mask) for start times: the window that contains each start, by binary search."""
-    steps = np.zeros(len(ts), dtype=np.int64)
-    if not len(windows["ts_ns"]):
-        return steps, np.ones(len(ts), dtype=bool)
-    i = np.searchsorted(windows["ts_ns"], ts, side="right") - 1
-    safe = np.clip(i, 0, None)
-    inside = valid & (i >= 0) & (ts < windows["ts_ns"][safe] + windows["dur_ns"][safe])
-    steps[inside] = windows["step"][safe[inside]]
-    return steps, ~inside
+def _step_windows(con: duckdb.DuckDBPyConnection, parts: Path, base_ns: int, marker: str | None
+                  ) -> dict[str, np.ndarray]:
+    """The run's step windows, by start (see steps.py): the annotations of `marker`, else of the
+    first marker family present."""
+    source = (f"""SELECT p.offsets[x.chunk + 1] + x.local_idx AS event_id, x.ts_ns + {int(base_ns)} AS ts_ns,
+                         x.dur_ns, x.name, x.category, x.phase
+                  FROM read_parquet('{_q(str(parts / "events-*.parquet"))}') x, p""")
+    return find_windows(con, source, marker)[0]
 
 
 def _write_step_windows(tmp: Path, run_id: str, windows: dict[str, np.ndarray]) -> None:
-    schema = arrow_schemas()["step_windows"]
-    n = len(windows["step"])
-    table = pa.table({"run_id": repeat_text(run_id, n), "step": windows["step"],
-                      "event_id": windows["event_id"], "ts_ns": windows["ts_ns"], "dur_ns": windows["dur_ns"]},
-                     schema=schema)
-    pq.write_table(table, tmp / "step_windows.parquet", compression="zstd")
+    pq.write_table(step_windows_table(run_id, windows), tmp / "step_windows.parquet", compression="zstd")
 
 
 def _write_events(tmp: Path, parts: Path, results: list[ChunkResult], offsets: list[int], run_id: str,
@@ -640,7 +625,7 @@ def _write_events(tmp: Path, parts: Path, results: list[ChunkResult], offsets: l
             ts_np = pc.fill_null(ts_abs, 0).to_numpy()
             cpu_timed = (pc.is_valid(ts_abs).to_numpy(zero_copy_only=False)
                          & ~on_device.to_numpy(zero_copy_only=False))
-            step, no_step = _assign_steps(ts_np, cpu_timed, windows)
+            step, no_step = assign_steps(ts_np, cpu_timed, windows)
             dur = part.column("dur_ns")
             self_dur = np.maximum(pc.fill_null(dur, 0).to_numpy() - nester.child_ns[sl], 0)
             no_self = ~pc.is_valid(dur).to_numpy(zero_copy_only=False) | (depth < 0)
