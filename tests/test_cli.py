@@ -156,7 +156,7 @@ def test_query_and_selection_errors(store):
 
 
 # every command, in the order `--help` lists them, written out by hand (as in the README's table)
-COMMANDS = ["ingest", "runs", "label", "rename", "step-marker", "rm", "compact", "sql", "schema", "reports", "report", "diff",
+COMMANDS = ["ingest", "runs", "label", "rename", "step-marker", "rm", "compact", "check", "sql", "schema", "reports", "report", "diff",
             "catalog", "shell", "export"]
 
 

@@ -392,7 +392,7 @@ def test_hostile_trace_content_stays_data(tmp_path, capsys, monkeypatch):
     run_id = run_id_of(trace)
     tables = sorted(f"{store.name}/runs/{run_id}/{t}.parquet" for t in TABLES)
     expected = sorted([trace.name, "cwd", store.name, f"{store.name}/runs", f"{store.name}/tmp",
-                       f"{store.name}/runs/{run_id}", f"{store.name}/runs/{run_id}/{schema_stamp()}", *tables])
+                       f"{store.name}/runs/{run_id}", f"{store.name}/runs/{run_id}/{schema_stamp()}", f"{store.name}/runs/{run_id}/checksums.json", *tables])
     assert sorted(str(q.relative_to(tmp_path)) for q in tmp_path.rglob("*")) == expected
     with traceduck.open(store) as db:
         assert db.sql("SELECT name, trace_name, rank FROM runs").fetchall() == [("../../escaped", "../../x", 0)]

@@ -19,6 +19,7 @@ LAYERS = [
     ["store", "catalog", "ingester.reader"],
     ["reference", "selection", "render", "packs", "jobs", "results", "ingester.streaming", "ingester.convert",
      "ingester.nesting"],
+    ["ingester.steps"],
     ["viewfile", "ingester.pipeline", "integrity"],
     ["runs_table", "ingester"],
     ["engine"],

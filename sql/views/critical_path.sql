@@ -134,7 +134,7 @@ WITH launched AS (
   -- wait calls (cudaStreamWaitEvent, hipStreamWaitEvent) without Kineto's record of them: which
   -- stream waits, and on which, is not in the trace
   SELECT e.run_id, e.pid, e.tid, e.ts_ns FROM events e
-  WHERE e.run_id IN (SELECT unnest(run_ids)) AND e.phase = 'X' AND is_stream_event_call_name(e.name) AND e.name LIKE '%StreamWaitEvent'
+  WHERE e.run_id IN (SELECT unnest(run_ids)) AND e.phase = 'X' AND is_stream_wait_call_name(e.name)
     AND e.category IN (SELECT category FROM event_categories WHERE is_runtime)
     AND NOT EXISTS (SELECT 1 FROM stream_waits x WHERE x.run_id = e.run_id AND x.correlation = e.correlation)
 ), inferred_waiter AS (

@@ -95,6 +95,11 @@ CREATE OR REPLACE MACRO is_stream_event_call_name(name) AS
   name IN ('cudaStreamWaitEvent', 'cudaEventRecord', 'cudaEventRecordWithFlags', 'hipStreamWaitEvent', 'hipEventRecord',
            'hipEventRecordWithFlags');
 
+-- True for a runtime call that makes a stream wait for an event recorded on another
+-- (cudaStreamWaitEvent, hipStreamWaitEvent).
+-- @arg name VARCHAR Name of a runtime call.
+CREATE OR REPLACE MACRO is_stream_wait_call_name(name) AS name IN ('cudaStreamWaitEvent', 'hipStreamWaitEvent');
+
 -- 'begin' for a call that starts capturing a stream into a CUDA/HIP graph
 -- (cudaStreamBeginCapture, hipStreamBeginCapture), 'end' for one that ends it
 -- (cudaStreamEndCapture, ...), else NULL.

@@ -20,6 +20,7 @@ a path: run directories are named by the hex hash of the file's bytes.
 from __future__ import annotations
 
 import ctypes
+import contextlib
 import errno
 import functools
 import os
@@ -102,6 +103,38 @@ def legacy_run_id(run_id: str) -> str:
 def short_id(run_id: str) -> str:
     """A run id as people see it (a prefix that selects the run)."""
     return run_id[:SHOWN_RUN_ID_HEX]
+
+
+WRITE_BUFFER_BYTES = 4 << 20  # Parquet files are written through a buffer: a few large writes, not one per page
+
+# Sorted or nearly sorted integers (ids, times) compress far better delta-encoded than dictionary-encoded.
+DELTA_COLUMNS = frozenset({"event_id", "ts_ns", "dur_ns", "self_dur_ns", "parent_id", "cpu_op_id", "parent_op_id",
+                           "top_op_id", "external_id", "correlation", "python_id", "python_parent_id", "seq_num",
+                           "int_value", "flow_id"})
+
+
+def write_parquet(table, path: Path | str, **options) -> None:
+    """Write an Arrow table as a Parquet file through a WRITE_BUFFER_BYTES buffer."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    with pa.output_stream(str(path), buffer_size=WRITE_BUFFER_BYTES) as sink:
+        pq.write_table(table, sink, **options)
+
+
+@contextlib.contextmanager
+def parquet_writer(path: Path | str, schema):
+    """A Parquet writer for a large table written in parts (zstd, delta-encoded id and time
+    columns), through a WRITE_BUFFER_BYTES buffer; the file is complete when the block ends."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    delta = [f.name for f in schema if f.name in DELTA_COLUMNS]
+    with pa.output_stream(str(path), buffer_size=WRITE_BUFFER_BYTES) as sink:
+        with pq.ParquetWriter(sink, schema, compression="zstd", compression_level=3,
+                              use_dictionary=[f.name for f in schema if f.name not in DELTA_COLUMNS],
+                              column_encoding={c: "DELTA_BINARY_PACKED" for c in delta}) as writer:
+            yield writer
 
 
 CHECKSUMS = "checksums.json"  # beside a run's or a pack's files: what `traceduck check` verifies
@@ -373,7 +406,7 @@ class Store:
             row = change(old.to_pylist()[0])
             tmp = self.new_tmp_dir(run_id)
             try:
-                pq.write_table(pa.Table.from_pylist([row], schema=old.schema), tmp / "runs.parquet")
+                write_parquet(pa.Table.from_pylist([row], schema=old.schema), tmp / "runs.parquet")
                 os.replace(tmp / "runs.parquet", path)
             finally:
                 self.discard(tmp)

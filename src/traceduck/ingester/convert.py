@@ -20,9 +20,9 @@ import msgspec
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from ..dtypes import DTYPES, DType
+from ..store import WRITE_BUFFER_BYTES, write_parquet
 from .frames import StackInterner
 from .repair import NAN_OR_INFINITY, repair_text
 
@@ -443,13 +443,13 @@ class ChunkConverter:
         ev["chunk"] = pa.array(np.full(n, self.chunk, dtype=np.int32))
         ev["local_idx"] = pa.array(np.arange(n, dtype=np.int32))
         cols = [c if isinstance(c := ev[f.name], pa.Array) else pa.array(c, f.type) for f in EVENT_PART_SCHEMA]
-        pq.write_table(pa.Table.from_arrays(cols, schema=EVENT_PART_SCHEMA),
-                       out_dir / f"events-{self.chunk:06d}.parquet", compression=PART_COMPRESSION)
+        write_parquet(pa.Table.from_arrays(cols, schema=EVENT_PART_SCHEMA),
+                      out_dir / f"events-{self.chunk:06d}.parquet", compression=PART_COMPRESSION)
         # args and shapes parts are read back whole by the merge (not by DuckDB): Arrow's own file
         # format writes and reads several times faster than Parquet; lz4 keeps them near Parquet's
         # size on disk (uncompressed they would be 1.7x the chunk's JSON)
         for table, rows in (("args", self._args_table()), ("shapes", self._shapes_table())):
-            with pa.OSFile(str(out_dir / part_name(table, self.chunk)), "wb") as sink, \
+            with pa.output_stream(str(out_dir / part_name(table, self.chunk)), buffer_size=WRITE_BUFFER_BYTES) as sink, \
                     pa.ipc.new_file(sink, rows.schema, options=_PART_IPC) as writer:
                 writer.write_table(rows)
         return ChunkResult(self.chunk, n, dict(self.stacks.nodes), self.warnings, self.items, list(self.skipped))

@@ -27,7 +27,7 @@ from .. import reference
 from .._version import __version__
 from ..catalog import arrow_schemas, reference_sql, schema_stamp
 from ..errors import InputError, NotATrace, StoreError
-from ..store import LAYOUT_VERSION, Store, content_run_id, legacy_run_id
+from ..store import LAYOUT_VERSION, Store, content_run_id, legacy_run_id, parquet_writer, write_parquet
 from .convert import ChunkConverter, ChunkResult, convert_chunk, part_name, read_part, repeat_text
 from .frames import StackInterner, normalize, split_frame
 from .nesting import Nester, nest_vectorized
@@ -565,18 +565,6 @@ def _event_warnings(con: duckdb.DuckDBPyConnection, parts: Path) -> tuple[Counte
     return Counter({k: n for k, n in zip(kinds, row) if n}), row[-1]
 
 
-# Sorted or nearly sorted integers (ids, times) compress far better delta-encoded than dictionary-encoded.
-_DELTA_COLUMNS = {"event_id", "ts_ns", "dur_ns", "self_dur_ns", "parent_id", "cpu_op_id", "parent_op_id", "top_op_id", "external_id", "correlation", "python_id",
-                  "python_parent_id", "seq_num", "int_value", "flow_id"}
-
-
-def _parquet_writer(path: Path, schema: pa.Schema) -> pq.ParquetWriter:
-    delta = [f.name for f in schema if f.name in _DELTA_COLUMNS]
-    return pq.ParquetWriter(path, schema, compression="zstd", compression_level=3,
-                            use_dictionary=[f.name for f in schema if f.name not in _DELTA_COLUMNS],
-                            column_encoding={c: "DELTA_BINARY_PACKED" for c in delta})
-
-
 def _masked(values: np.ndarray, missing: np.ndarray, typ: pa.DataType) -> pa.Array:
     return pa.array(values.astype(typ.to_pandas_dtype(), copy=False), typ, mask=missing)
 
@@ -592,7 +580,7 @@ def _step_windows(con: duckdb.DuckDBPyConnection, parts: Path, base_ns: int, mar
 
 
 def _write_step_windows(tmp: Path, run_id: str, windows: dict[str, np.ndarray]) -> None:
-    pq.write_table(step_windows_table(run_id, windows), tmp / "step_windows.parquet", compression="zstd")
+    write_parquet(step_windows_table(run_id, windows), tmp / "step_windows.parquet", compression="zstd")
 
 
 def _write_events(tmp: Path, parts: Path, results: list[ChunkResult], offsets: list[int], run_id: str,
@@ -600,7 +588,7 @@ def _write_events(tmp: Path, parts: Path, results: list[ChunkResult], offsets: l
     """events.parquet: the parts in file order, with global ids, absolute times and nesting."""
     schema = arrow_schemas()["events"]
     device = pa.array(list(reference.DEVICE_CATEGORIES))
-    with _parquet_writer(tmp / "events.parquet", schema) as writer, ThreadPoolExecutor(max_workers=1) as reader:
+    with parquet_writer(tmp / "events.parquet", schema) as writer, ThreadPoolExecutor(max_workers=1) as reader:
         # the next part is read while this one is written (both release the GIL)
         def read(r: ChunkResult) -> pa.Table:
             return pq.read_table(parts / f"events-{r.chunk:06d}.parquet")
@@ -653,7 +641,7 @@ def _write_parts(tmp: Path, parts: Path, table: str, results: list[ChunkResult],
                 run_id: str) -> None:
     """A run table from its parts: event ids made global, run_id added, in event order."""
     schema = arrow_schemas()[table]
-    with _parquet_writer(tmp / f"{table}.parquet", schema) as writer:
+    with parquet_writer(tmp / f"{table}.parquet", schema) as writer:
         for r, off in zip(results, offsets):
             part = read_part(parts / part_name(table, r.chunk))
             n = part.num_rows
@@ -680,7 +668,7 @@ def _write_stacks(tmp: Path, run_id: str, stacks: StackInterner, used: list[int]
             rows["line"].append(line)
             rows["function"].append(func)
     schema = arrow_schemas()["stacks"]
-    pq.write_table(pa.Table.from_pydict(rows, schema=schema), tmp / "stacks.parquet", compression="zstd")
+    write_parquet(pa.Table.from_pydict(rows, schema=schema), tmp / "stacks.parquet", compression="zstd")
 
 
 def _rank_from(layout: TraceLayout, path: Path) -> tuple[int | None, int | None]:
@@ -744,7 +732,7 @@ def _write_run_row(tmp: Path, path: Path, run_id: str, name: str, labels: dict[s
         "layout_version": [LAYOUT_VERSION],
         "ingest_seconds": [seconds],
     }
-    pq.write_table(pa.Table.from_pydict(row, schema=arrow_schemas()["runs"]), tmp / "runs.parquet")
+    write_parquet(pa.Table.from_pydict(row, schema=arrow_schemas()["runs"]), tmp / "runs.parquet")
 
 
 def _q(text: str) -> str:

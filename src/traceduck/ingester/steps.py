@@ -30,7 +30,7 @@ from .. import reference
 from ..catalog import arrow_schemas, reference_sql
 from ..errors import InputError, StoreError
 from ..sqltext import literal
-from ..store import Store
+from ..store import Store, parquet_writer, write_parquet
 
 # The marker families in order of precedence (macro step_marker_family); 'pattern': the user's.
 FAMILIES = ("profiler_step", "sglang", "vllm")
@@ -108,7 +108,6 @@ def step_windows_table(run_id: str, windows: dict[str, np.ndarray]) -> pa.Table:
 def restep_run(store: Store, run_id: str, marker: str | None = None) -> tuple[int, str | None]:
     """Re-derive a published run's steps with `marker` (None: the automatic choice) and publish
     the run with its new step_windows and events.step; returns (steps, family)."""
-    from . import pipeline  # the Parquet writer of events
 
     marker = check_marker(marker)
     run_dir = store.run_dir(run_id)
@@ -128,7 +127,7 @@ def restep_run(store: Store, run_id: str, marker: str | None = None) -> tuple[in
             con.close()
         source = pq.ParquetFile(events)
         schema = source.schema_arrow
-        with pipeline._parquet_writer(tmp / "events.parquet", schema) as writer:
+        with parquet_writer(tmp / "events.parquet", schema) as writer:
             for batch in source.iter_batches(batch_size=REWRITE_BATCH):
                 ts = batch.column("ts_ns")
                 timed = (pc.is_valid(ts).to_numpy(zero_copy_only=False)
@@ -137,7 +136,7 @@ def restep_run(store: Store, run_id: str, marker: str | None = None) -> tuple[in
                 at = schema.get_field_index("step")
                 batch = batch.set_column(at, schema.field("step"), pa.array(step, pa.int64(), mask=missing))
                 writer.write_table(pa.Table.from_batches([batch], schema=schema))
-        pq.write_table(step_windows_table(run_id, windows), tmp / "step_windows.parquet", compression="zstd")
+        write_parquet(step_windows_table(run_id, windows), tmp / "step_windows.parquet", compression="zstd")
         for entry in os.scandir(run_dir):
             if entry.name in ("events.parquet", "step_windows.parquet") or not entry.is_file():
                 continue
