@@ -209,6 +209,37 @@ else:
     display(roof.head(5)[["op_name", "input_dims", "calls", "dur_ns", "tflops_per_s", "compute_pct", "bound",
                           "lost_dur_ns"]])"""),
     ("md", """\
+## Over time: the launch queue, copy bandwidth and allocated memory
+
+Table macros bucket the GPU run's time series for plots: `queue_length_series(bucket_ns)` (each
+stream's launch queue, the `idle` report's, time-weighted per bucket), `memory_bw_series(bucket_ns)`
+(copy bandwidth per kind) and the view `memory_allocated` (`Total Allocated` of every `[memory]`
+event); `queue_full_time(max_queue_length)` is the time each queue held that many launches or more.
+`traceduck export gpu -o gpu.json --counters queue,memory,bandwidth` puts the same series into the
+trace as counter tracks."""),
+    ("code", """\
+if GPU_TRACE.is_file():
+    queue = db.sql("SELECT * FROM queue_length_series(1000000) WHERE run_id IN (SELECT run_id FROM runs WHERE name = 'gpu')").df()
+    bw = db.sql("SELECT * FROM memory_bw_series(1000000) WHERE run_id IN (SELECT run_id FROM runs WHERE name = 'gpu')").df()
+    mem = db.sql("SELECT m.ts_ns - r.start_ns AS t_ns, m.device, m.total_allocated FROM memory_allocated m "
+                 "JOIN runs r USING (run_id) WHERE r.name = 'gpu' ORDER BY m.ts_ns").df()
+    fig, axes = plt.subplots(1, 3, figsize=(14, 3.2), layout="constrained")
+    for stream, g in queue.groupby("stream"):
+        axes[0].step(g.bucket_start_ns / 1e6, g.mean_queue_length, where="post", label=f"stream {stream}")
+    axes[0].set(xlabel="ms after the run's start", ylabel="launches queued (mean per ms)", title="Launch queue")
+    axes[0].legend(fontsize=8)
+    for kind, g in bw.groupby("kind"):
+        axes[1].bar(g.bucket_start_ns / 1e6, g.gb_s, width=1, align="edge", label=kind)
+    axes[1].set(xlabel="ms after the run's start", ylabel="GB/s (mean per ms)", title="Copy bandwidth")
+    axes[1].legend(fontsize=8)
+    for device, g in mem.groupby("device"):
+        axes[2].step(g.t_ns / 1e6, g.total_allocated / 2**20, where="post", label=device)
+    axes[2].set(xlabel="ms after the run's start", ylabel="MiB allocated", title="Allocated memory")
+    axes[2].legend(fontsize=8)
+    plt.show()
+    assert len(queue) > 0 and (queue.mean_queue_length <= queue.max_queue_length).all(), queue
+    display(db.sql("SELECT * FROM queue_full_time(max_queue_length := 1)").df())"""),
+    ("md", """\
 The same questions work from the command line (`traceduck report copies-by-call-site`,
 `traceduck diff buggy fixed --per-step`) and from any DuckDB client over `traceduck catalog`.
 The store was temporary: close the connection and delete it."""),

@@ -338,7 +338,7 @@ def test_reports_lists_every_report_file(capsys):
     code, out, err = cli(capsys, "reports", "-f", "csv")
     rows = list(csv.reader(io.StringIO(out)))
     assert (code, err, rows[0]) == (0, "", ["report", "title", "description"])
-    assert {r[0]: r[1] for r in rows[1:]} == titles and len(titles) == 26
+    assert {r[0]: r[1] for r in rows[1:]} == titles and len(titles) == 27
 
 
 def test_report_counts_the_calls_of_the_trace(samples_store, capsys):

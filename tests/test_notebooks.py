@@ -62,9 +62,9 @@ def test_notebook_runs(path, kernel_env):
     assert not [o for o in outputs if o.output_type == "error"]
     if path.name == "walkthrough.ipynb":
         images = [o for o in outputs if "image/png" in o.get("data", {})]
-        # step time, top ops, one step's timeline, and the roofline of the shared H100 trace when present
+        # step time, top ops, one step's timeline; the roofline and the time series of the shared H100 trace when present
         gpu_trace = ROOT.parent / "shared" / "traces" / "public" / "AMD-AGI__TraceLens" / "tests" / "traces" / "h100"
-        assert len(images) == 3 + (gpu_trace / "gaunernst_bert-small-uncased__1016001.json.gz").is_file()
+        assert len(images) == 3 + 2 * (gpu_trace / "gaunernst_bert-small-uncased__1016001.json.gz").is_file()  # roofline, time series
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])

@@ -17,7 +17,7 @@ from traceduck.catalog import ROLES, all_reports, diff_spec, parse_report
 from conftest import SAMPLES, load_json, run_report, shared_dir, shared_trace_files, trace_events, union_length
 
 REPORTS = sorted(all_reports())
-EXPECTED_REPORTS = ["annotations", "callees", "callers", "collectives", "comm-overlap", "copies-by-call-site", "critical-path", "cuda-graphs",
+EXPECTED_REPORTS = ["annotations", "callees", "callers", "collective-skew", "collectives", "comm-overlap", "copies-by-call-site", "critical-path", "cuda-graphs",
                     "gpu-utilization", "idle", "idle-gaps", "kernel-sequences", "launch-overhead", "memory", "modules", "ops-by-shape",
                     "overview", "ranks", "recompute", "roofline", "step-stats", "steps", "sync", "time-by-call-site", "top-kernels", "top-ops"]
 

@@ -17,7 +17,7 @@
 -- @column step BIGINT Profiler step whose CPU window contains the call's start.
 CREATE OR REPLACE VIEW module_calls AS
 SELECT e.run_id, e.event_id, replace(e.name, 'nn.Module: ', '') AS module, cs.module_path,
-       len(string_split(cs.module_path, ' > '))::BIGINT AS module_depth,
+       array_length(string_split(cs.module_path, ' > '))::BIGINT AS module_depth,
        e.pid, e.tid, e.ts_ns, e.dur_ns, e.step
 FROM events e
 JOIN call_sites cs ON cs.run_id = e.run_id AND cs.stack_id = e.stack_id

@@ -297,7 +297,8 @@ class Database:
     def export(self, run: str, output: str | os.PathLike, format: str = "chrome",  # noqa: A002
                step: int | None = None, start: str | int | None = None, end: str | int | None = None,
                start_ns: int | None = None, end_ns: int | None = None, max_events: int | None = None,
-               metric: str | None = None, redact: bool | None = None) -> ExportResult:
+               metric: str | None = None, redact: bool | None = None,
+               counters: str | list[str] | None = None) -> ExportResult:
         """Write run `run` (an id, a unique id prefix or a name) to `output`. `format="chrome"`: a
         Chrome trace (gzip when `output` ends in .gz) of the whole run, of profiler step `step`, or
         of the events overlapping [start, end): `start`/`end` after the run's start (`"12.5ms"`,
@@ -305,8 +306,10 @@ class Database:
         ingested; `max_events` keeps the earliest ones. `format="folded"`: folded stacks, `metric`
         `cpu_self` (the default) or `gpu`. `redact` replaces the values of top-level metadata keys
         that look like secrets (TOKEN, SECRET, PASSWORD, KEY, CREDENTIAL, AUTH) and of `env`
-        mappings; by default on for a step or time range, off for the whole run (exact). Returns
-        what was written (`ExportResult`)."""
+        mappings; by default on for a step or time range, off for the whole run (exact). `counters`
+        (`"queue,memory,bandwidth"`, or a list of those) adds counter tracks (ph "C") to a Chrome
+        trace: launch queue length per stream, allocated memory per device, memory copy bandwidth.
+        Returns what was written (`ExportResult`)."""
         from .export import Window, export, parse_offset
 
         def offset(value: str | int | None, option: str) -> int | None:
@@ -314,7 +317,7 @@ class Database:
 
         window = Window(step=step, start_ns=start_ns, end_ns=end_ns, max_events=max_events,
                         start_offset_ns=offset(start, "--start"), end_offset_ns=offset(end, "--end"))
-        return export(self.engine, self.resolve_run(run), output, format, window, metric, redact)
+        return export(self.engine, self.resolve_run(run), output, format, window, metric, redact, counters)
 
     def runs(self) -> list[dict]:
         """Every run in the store, by name (then run id)."""
@@ -372,11 +375,12 @@ def open(store: str | os.PathLike | None = None) -> Database:  # noqa: A001 - mi
 def export(run: str, output: str | os.PathLike, store: str | os.PathLike | None = None,
            format: str = "chrome", step: int | None = None, start: str | int | None = None,  # noqa: A002
            end: str | int | None = None, start_ns: int | None = None, end_ns: int | None = None,
-           max_events: int | None = None, metric: str | None = None, redact: bool | None = None) -> ExportResult:
+           max_events: int | None = None, metric: str | None = None, redact: bool | None = None,
+           counters: str | list[str] | None = None) -> ExportResult:
     """Write run `run` (an id, a unique id prefix or a name) to `output`: see `Database.export`."""
     with open(store) as db:
         return db.export(run, output, format=format, step=step, start=start, end=end, start_ns=start_ns,
-                         end_ns=end_ns, max_events=max_events, metric=metric, redact=redact)
+                         end_ns=end_ns, max_events=max_events, metric=metric, redact=redact, counters=counters)
 
 
 def _run_rows(st: Store) -> list[dict]:

@@ -585,6 +585,10 @@ def export(
                                           "metadata keys that look like secrets (TOKEN, SECRET, PASSWORD, KEY, "
                                           "CREDENTIAL, AUTH) and of env mappings [default: on for --step and "
                                           "time ranges, off for the whole run].", show_default=False),
+    counters: Optional[str] = typer.Option(None, "--counters", help="Add counter tracks (Chrome trace), some of "
+                                           "queue,memory,bandwidth joined by commas: launch queue length per "
+                                           "stream, allocated memory per device ([memory] events), memory copy "
+                                           "bandwidth per device and kind of copy.", show_default=False),
 ) -> None:
     """Write a run, or one step or time range of it, as a Chrome trace (events and args as ingested),
     or its folded stacks."""
@@ -592,7 +596,7 @@ def export(
 
     result = export_run(run, output, store=store, format=format.value, step=step, start=start, end=end,
                         start_ns=start_ns, end_ns=end_ns, max_events=max_events, metric=metric.value if metric else None,
-                        redact=redact)
+                        redact=redact, counters=counters)
     run_id = result.run_id
     err = typer.get_text_stream("stderr")
     if result.format == "folded":
@@ -602,7 +606,8 @@ def export(
         err.write(f"Warning: {result.scope} has {result.window_events:,} events; kept the first {result.kept_events:,} "
                   "by start time (--max-events).\n")
     scope = f", {result.scope}" if result.scope else ""
-    err.write(f"{result.events:,} events from run {short_id(run_id)}{scope} -> {output}\n")
+    added = f" and {result.counters:,} counter events" if result.counters else ""
+    err.write(f"{result.events:,} events{added} from run {short_id(run_id)}{scope} -> {output}\n")
     if result.redacted:
         err.write(f"Redacted {result.redacted:,} metadata value{'s' * (result.redacted != 1)} that look like secrets "
                   "(--no-redact keeps them).\n")

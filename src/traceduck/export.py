@@ -4,6 +4,7 @@ one window of it (a profiler step, a time range) that a trace viewer can open.""
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 import math
 import os
@@ -168,6 +169,7 @@ class ExportResult:
     metric: str | None = None
     scope: str | None = None  # the window in words: 'step 552', '[A, B) ns'
     redacted: int = 0  # metadata values replaced by REDACTED
+    counters: int = 0  # counter events (ph "C") added by --counters, not in `events`
 
     @property
     def is_cut(self) -> bool:
@@ -306,18 +308,108 @@ def _write_trace(run: dict, out: Path, events: Iterable[dict], redact: bool = Fa
     return count, redacted
 
 
+COUNTERS = ("queue", "memory", "bandwidth")
+
+# The pid under which a device's counters are drawn: the pid its work has in the trace (Kineto
+# writes a GPU's work under pid = device index), as written (number or text).
+_DEVICE_PIDS = """
+SELECT device_of(e.device, e.pid) AS device, min(e.pid) AS pid, bool_or(e.pid_is_text) AS pid_is_text
+FROM events e JOIN event_categories c ON c.category = e.category AND c.is_device_work
+WHERE e.phase = 'X' AND e.pid IS NOT NULL GROUP BY ALL
+"""
+
+# Each counter kind as rows (series, device, pid, pid_is_text, ts_ns, value, arg) ordered by series
+# and time: one row per change of the value.
+_COUNTER_QUERIES = {
+    # the launch queue of each stream (view launch_queue: the idle report's queue)
+    "queue": f"""
+        SELECT 'Launch queue (stream ' || q.stream || ')' AS series, p.pid, p.pid_is_text, q.ts_ns,
+               q.queue_length::DOUBLE AS value, 'launches' AS arg
+        FROM launch_queue q JOIN ({_DEVICE_PIDS}) p USING (device)
+        ORDER BY q.device, q.stream, q.ts_ns""",
+    # allocated memory per device from [memory] events; of several at one time, the last
+    "memory": """
+        SELECT 'Allocated memory (' || m.device || ')' AS series, any_value(m.pid) AS pid,
+               bool_or(e.pid_is_text) AS pid_is_text, m.ts_ns,
+               arg_max(m.total_allocated, m.event_id)::DOUBLE AS value, 'bytes' AS arg
+        FROM memory_allocated m JOIN events e USING (run_id, event_id)
+        GROUP BY m.device, m.ts_ns ORDER BY m.device, m.ts_ns""",
+    # the summed rate of the copies and sets running at each time, per device and kind (HTA's
+    # memory bandwidth time series); 0-ns copies have no rate
+    "bandwidth": f"""
+        WITH edges AS (
+          SELECT device, kind, ts_ns AS t, gb_s AS d FROM memory_transfers WHERE gb_s IS NOT NULL
+          UNION ALL
+          SELECT device, kind, ts_ns + dur_ns, -gb_s FROM memory_transfers WHERE gb_s IS NOT NULL
+        ), changes AS (SELECT device, kind, t, sum(d) AS d FROM edges GROUP BY ALL)
+        SELECT 'Memory bandwidth ' || c.kind || ' (GB/s)' AS series, p.pid, p.pid_is_text, c.t AS ts_ns,
+               greatest(round(sum(c.d) OVER (PARTITION BY c.device, c.kind ORDER BY c.t ROWS UNBOUNDED PRECEDING), 6), 0)
+                 AS value, 'GB/s' AS arg
+        FROM changes c JOIN ({_DEVICE_PIDS}) p USING (device)
+        ORDER BY c.device, c.kind, c.t""",
+}
+
+
+def parse_counters(text: str | Iterable[str] | None) -> tuple[str, ...]:
+    """'queue,memory' (or a list of names) -> ('queue', 'memory'), each checked, in COUNTERS order."""
+    if text is None:
+        return ()
+    names = [n.strip().lower() for n in (text.split(",") if isinstance(text, str) else text) if n.strip()]
+    unknown = [n for n in names if n not in COUNTERS]
+    if unknown:
+        raise ExportError(f"unknown counter {unknown[0]!r}", f"Give some of {', '.join(COUNTERS)}, joined by commas")
+    return tuple(c for c in COUNTERS if c in names)
+
+
+def _counter_events(one: Engine, kinds: tuple[str, ...], base_ns: int,
+                    bounds: tuple[int, int] | None = None) -> list[dict]:
+    """Counter events (ph "C") of the run of engine `one` for the counter kinds: one event per change
+    of each series, on the pid of its device (memory: of its [memory] events). Within `bounds`
+    [lo, hi) only, each series starting at lo with the value it had there."""
+    out: list[dict] = []
+    for kind in kinds:
+        rows = one.sql(_COUNTER_QUERIES[kind]).fetchall()
+        before: dict[str, tuple] = {}  # the last change of each series before lo
+        for series, pid, pid_is_text, ts, value, arg in rows:
+            if bounds is not None:
+                lo, hi = bounds
+                if ts < lo:
+                    before[series] = (series, pid, pid_is_text, lo, value, arg)
+                    continue
+                if ts >= hi:
+                    continue
+                if series in before:
+                    first = before.pop(series)
+                    if ts > lo:
+                        out.append(_counter(*first, base_ns))
+            out.append(_counter(series, pid, pid_is_text, ts, value, arg, base_ns))
+        out.extend(_counter(*row, base_ns) for row in before.values() if row[4])
+    return out
+
+
+def _counter(series: str, pid, pid_is_text: bool, ts: int, value: float, arg: str, base_ns: int) -> dict:
+    ev: dict = {"ph": "C", "cat": "traceduck_counter", "name": series}
+    if pid is not None:
+        ev["pid"] = pid if pid_is_text else int(pid)
+    ev["ts"] = _us(ts - base_ns)
+    ev["args"] = {arg: int(value) if float(value).is_integer() else value}
+    return ev
+
+
 def _run_row(store: Store, run_id: str) -> dict:
     return pq.read_table(store.run_dir(run_id) / "runs.parquet").to_pylist()[0]
 
 
-def export_run(store: Store, run_id: str, out: str | os.PathLike, redact: bool = False) -> tuple[int, int]:
+def export_run(store: Store, run_id: str, out: str | os.PathLike, redact: bool = False,
+               extra: Iterable[dict] = ()) -> tuple[int, int]:
     """Write run `run_id` as a Chrome trace JSON file (gzip when OUT ends in .gz), exact unless
-    `redact`. Returns (events written, metadata values redacted)."""
+    `redact`, with the events `extra` (counters) after the run's. Returns (events written,
+    metadata values redacted)."""
     run_dir = store.run_dir(run_id)
     run = _run_row(store, run_id)
     events = pq.ParquetFile(run_dir / "events.parquet").iter_batches(batch_size=_BATCH, columns=_EVENT_COLUMNS)
     args = pq.ParquetFile(run_dir / "args.parquet").iter_batches(batch_size=_BATCH, columns=_ARG_COLUMNS)
-    return _write_trace(run, Path(out), _events(events, args, run["base_time_ns"] or 0), redact)
+    return _write_trace(run, Path(out), itertools.chain(_events(events, args, run["base_time_ns"] or 0), extra), redact)
 
 
 def _ranges(values: list[int]) -> str:
@@ -354,11 +446,12 @@ def check_window(window: Window) -> None:
         raise ExportError(f"--max-events {window.max_events} is below 1", "Give a positive number of events")
 
 
-def export_window(engine: Engine, run_id: str, out: str | os.PathLike, window: Window, redact: bool = True
-                  ) -> ExportResult:
+def export_window(engine: Engine, run_id: str, out: str | os.PathLike, window: Window, redact: bool = True,
+                  counters: tuple[str, ...] = ()) -> ExportResult:
     """Write one window of run `run_id` as a Chrome trace: the window's events, the flows between
     them and the metadata of their processes and threads, each event exactly as ingested; the
-    top-level metadata with its secrets redacted unless `redact` is off."""
+    top-level metadata with its secrets redacted unless `redact` is off; the `counters` over the
+    window's span (a time range: the range; a step: its events' first start to last end)."""
     check_window(window)
     with Engine(engine.store, run_ids=[run_id]) as one:
         run = _run_row(engine.store, run_id)
@@ -395,9 +488,17 @@ def export_window(engine: Engine, run_id: str, out: str | os.PathLike, window: W
         args = one.sql(f"SELECT {', '.join(_ARG_COLUMNS)} FROM args "
                        "WHERE event_id IN (SELECT event_id FROM _export_ids) ORDER BY event_id, arg_index"
                        ).to_arrow_reader(_BATCH)
-        written, redacted = _write_trace(run, Path(out), _events(events, args, run["base_time_ns"] or 0), redact)
-    return ExportResult(run_id, "chrome", events=written, window_events=total, kept_events=kept,
-                        scope=_describe(window, run), redacted=redacted)
+        counter_events: list[dict] = []
+        if counters:
+            if window.step is not None or window.max_events is not None:
+                ((lo, hi),) = one.sql("SELECT min(ts_ns), max(ts_ns + coalesce(dur_ns, 0)) + 1 FROM _export_picked").fetchall()
+            else:
+                lo, hi = _bounds(window, run)
+            counter_events = _counter_events(one, counters, run["base_time_ns"] or 0, (lo, hi))
+        written, redacted = _write_trace(run, Path(out), itertools.chain(
+            _events(events, args, run["base_time_ns"] or 0), counter_events), redact)
+    return ExportResult(run_id, "chrome", events=written - len(counter_events), window_events=total, kept_events=kept,
+                        scope=_describe(window, run), redacted=redacted, counters=len(counter_events))
 
 
 def _bounds(window: Window, run: dict) -> tuple[int, int]:
@@ -428,10 +529,17 @@ def _describe(window: Window, run: dict) -> str:
 
 
 def export(engine: Engine, run_id: str, out: str | os.PathLike, format: str = "chrome",  # noqa: A002
-           window: Window = Window(), metric: str | None = None, redact: bool | None = None) -> ExportResult:
+           window: Window = Window(), metric: str | None = None, redact: bool | None = None,
+           counters: str | Iterable[str] | None = None) -> ExportResult:
     """Export run `run_id` to OUT: a Chrome trace of the whole run or of a window, or folded stacks.
     `redact` (default: on for a window, meant for sharing; off for the whole run, which stays
-    exact) replaces secrets in the top-level metadata (see redact_secrets)."""
+    exact) replaces secrets in the top-level metadata (see redact_secrets). `counters` (some of
+    COUNTERS: 'queue,memory,bandwidth' or a list) adds counter tracks to a Chrome trace: the launch
+    queue length of each stream (view `launch_queue`), the allocated memory of each device
+    (`memory_allocated`), the memory copy bandwidth per device and kind (`memory_transfers`)."""
+    kinds = parse_counters(counters)
+    if kinds and format != "chrome":
+        raise ExportError("--counters applies to Chrome traces", "Drop --counters, or use --format chrome")
     if format == "folded":
         if not window.is_whole_run:
             raise ExportError("--step, --start, --end, --start-ns, --end-ns and --max-events apply to Chrome traces",
@@ -444,6 +552,12 @@ def export(engine: Engine, run_id: str, out: str | os.PathLike, format: str = "c
     if metric is not None:
         raise ExportError("--metric applies to --format folded", "Add --format folded, or drop --metric")
     if window.is_whole_run:
-        written, redacted = export_run(engine.store, run_id, out, redact=bool(redact))
-        return ExportResult(run_id, "chrome", events=written, redacted=redacted)
-    return export_window(engine, run_id, out, window, redact=redact is not False)
+        counter_events: list[dict] = []
+        if kinds:
+            run = _run_row(engine.store, run_id)
+            with Engine(engine.store, run_ids=[run_id]) as one:
+                counter_events = _counter_events(one, kinds, run["base_time_ns"] or 0)
+        written, redacted = export_run(engine.store, run_id, out, redact=bool(redact), extra=counter_events)
+        return ExportResult(run_id, "chrome", events=written - len(counter_events), redacted=redacted,
+                            counters=len(counter_events))
+    return export_window(engine, run_id, out, window, redact=redact is not False, counters=kinds)
