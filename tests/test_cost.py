@@ -245,11 +245,95 @@ def test_unknown_device_says_how_to_give_peaks(generated):
         assert (row["flops"], row["bytes"], row["dur_ns"]) == (flops, nbytes, 1000)
         assert row["tflops_per_s"] == round(flops / 1000 / 1e3, 6)
         assert (row["peak_tflops"], row["peak_tbps"], row["bound"], row["roofline_dur_ns"], row["device"]) == (None,) * 5
-        assert row["note"] == (f"no peaks known for {where}: pass --param peak_tflops=N --param peak_tbps=N, "
-                               "or add a row to device_peaks")
+        assert row["note"] == (f"no peaks known for {where}: pass --param device=NAME (a device of device_peaks), "
+                               "or --param peak_tflops=N --param peak_tbps=N, or add a row to device_peaks")
         cols, rows = run_report(db, "roofline", runs=[run], params=["peak_tflops=10", "peak_tbps=2"])
         row = dict(zip(cols, rows[0]))
         assert (row["note"], row["roofline_dur_ns"]) == (None, round(max(flops / 1e4, nbytes / 2e3)))
+
+
+# deviceProperties as AMD's driver reports an MI300X (the SGLang trace's, 206141652992 bytes = 191.98 GiB)
+# and an MI325X (256 GiB), with the empty name vLLM's traces on MI300X carry
+MI300X_PROPS = {"name": "", "computeMajor": 9, "computeMinor": 4, "numSms": 304, "totalGlobalMem": 206141652992}
+MI325X_PROPS = dict(MI300X_PROPS, totalGlobalMem=256 * 2**30)
+
+
+def test_unnamed_device_identified_from_its_properties(tmp_path):
+    """An empty deviceProperties name: compute capability 9.4, 304 CUs and the memory tell MI300X from
+    MI325X; properties no row has (96 GiB) identify nothing. The roofline's note says how."""
+    u = Trace()
+    u.op("aten::mm", [[64, 64], [64, 64]], ["float", "float"], kernel_ns=1000)
+    traces = [write_trace(tmp_path / f"{name}.json", u.events, deviceProperties=[dict(props, id=0)])
+              for name, props in (("mi300x", MI300X_PROPS), ("mi325x", MI325X_PROPS),
+                                  ("odd", dict(MI300X_PROPS, totalGlobalMem=96 * 2**30)))]
+    traceduck.ingest(traces, store=tmp_path / "store")
+    with traceduck.open(tmp_path / "store") as db:
+        dev = db.sql("SELECT name, device_id, device_name, compute_capability, num_sms, memory_gib, device, identified_by, "
+                     "fp32_tflops, memory_tbps FROM run_devices JOIN runs USING (run_id) ORDER BY name").fetchall()
+        assert dev == [("mi300x", 0, "", "9.4", 304, 191.98, "MI300X", "properties", 163.4, 5.3),
+                       ("mi325x", 0, "", "9.4", 304, 256.0, "MI325X", "properties", 163.4, 6.0),
+                       ("odd", 0, "", "9.4", 304, 96.0, None, None, None, None)]
+        cols, rows = run_report(db, "roofline", runs=["mi300x"])
+        (row,) = [dict(zip(cols, r)) for r in rows]
+        flops, nbytes = gemm(1, 64, 64, 64), 3 * 64 * 64 * 4
+        assert (row["device"], row["peak_tflops"], row["peak_tbps"]) == ("MI300X", 163.4, 5.3)
+        assert row["roofline_dur_ns"] == round(max(flops / 163.4e3, nbytes / 5.3e3))
+        assert row["note"] == ("peaks of MI300X, identified from deviceProperties (compute capability 9.4, 304 SMs/CUs, "
+                               "191.98 GiB) as the trace names no device; pass --param device=NAME to choose another")
+        cols, rows = run_report(db, "roofline", runs=["odd"])
+        assert dict(zip(cols, rows[0]))["note"] == (
+            "no peaks known for this run (the trace names no device): pass --param device=NAME (a device of device_peaks), "
+            "or --param peak_tflops=N --param peak_tbps=N, or add a row to device_peaks")
+
+
+def test_device_parameter_picks_the_peaks(generated):
+    """--param device names a device_peaks device for the runs, whatever their trace says."""
+    db, _, _, _ = generated
+    flops, nbytes = gemm(1, 64, 64, 64), 3 * 64 * 64 * 4
+    for run in ("unnamed", "unknown"):
+        cols, rows = run_report(db, "roofline", runs=[run], params=["device=mi300x"])
+        (row,) = [dict(zip(cols, r)) for r in rows]
+        # float32 GEMM: MI300X's FP32 peak 163.4 TFLOP/s, 5.3 TB/s (device_peaks.csv, AMD's page)
+        assert (row["device"], row["peak_tflops"], row["peak_tbps"]) == ("MI300X", 163.4, 5.3)
+        assert row["roofline_dur_ns"] == round(max(flops / 163.4e3, nbytes / 5.3e3))
+        assert row["note"] == "peaks of MI300X (--param device)"
+    cols, rows = run_report(db, "roofline", runs=["unnamed"], params=["device=Fancy GPU"])
+    row = dict(zip(cols, rows[0]))
+    assert (row["device"], row["peak_tflops"], row["roofline_dur_ns"]) == (None, None, None)
+    assert row["note"] == ("no device_peaks row is named 'Fancy GPU' (--param device): name one of its devices, "
+                           "or pass --param peak_tflops=N --param peak_tbps=N")
+
+
+@pytest.mark.slow  # 3 s
+def test_device_entry_is_the_one_the_kernels_ran_on(tmp_path):
+    """run_devices takes the deviceProperties entry of the device with the most kernel time, else the
+    only entry: SGLang's MI300X trace runs its kernels on device 9 and lists id 0 only; HTA's MI250
+    trace lists 4 dies. Plain json."""
+    rels = ["public/AMD-AGI__TraceLens/tests/traces/inference/sglang_decode/sglang_Qwen3-8B_decode.json.gz",
+            "public/facebookresearch__HolisticTraceAnalysis/tests/data/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz"]
+    want = {}
+    for rel in rels:
+        doc = load_json(shared_dir() / rel)
+        per_device = {}
+        for e in trace_events(doc):
+            if e.get("cat") == "kernel":
+                d = e["args"]["device"]
+                per_device[d] = per_device.get(d, 0) + _ns(e["dur"])
+        ids = [p["id"] for p in doc["deviceProperties"]]
+        ran_on = max(per_device, key=per_device.get)
+        entry = next((p for p in doc["deviceProperties"] if p["id"] == ran_on), None)
+        if entry is None:
+            assert len(ids) == 1
+            entry = doc["deviceProperties"][0]
+        want[rel] = (entry["id"], entry["name"], entry["numSms"], f"{entry['computeMajor']}.{entry['computeMinor']}")
+    assert want[rels[0]][0] == 0 and want[rels[1]][0] in (0, 1, 2, 3)
+    traceduck.ingest([shared_dir() / r for r in rels], store=tmp_path / "store")
+    with traceduck.open(tmp_path / "store") as db:
+        got = {r[0]: r[1:] for r in db.sql("SELECT r.name, device_id, device_name, num_sms, compute_capability, device "
+                                           "FROM run_devices JOIN runs r USING (run_id)").fetchall()}
+    names = [rel.rsplit("/", 1)[1][:-len(".json.gz")] for rel in rels]
+    # by name: 'AMD Instinct MI300X'; 'AMD Radeon Graphics' with 104 CUs
+    assert [got[n] for n in names] == [want[rels[0]] + ("MI300X",), want[rels[1]] + ("MI250 (one die) / MI210",)]
 
 
 def test_top_ops_by_category(generated):

@@ -462,7 +462,7 @@ def test_diff_counts_and_ns_stay_integers(stores, capsys, monkeypatch):
 def test_errors_suggest(stores, capsys, monkeypatch):
     store = stores["pair"]
     _, _, err = cli(capsys, monkeypatch, "report", "top-op", "--store", store)
-    assert err.startswith("Error: no report named 'top-op'. Did you mean 'top-ops'? Reports: callees, callers, collectives, ")
+    assert err.startswith("Error: no report named 'top-op'. Did you mean 'top-ops'? Reports: annotations, callees, callers, collective-skew, collectives, ")
     _, _, err = cli(capsys, monkeypatch, "report", "top-ops", "--param", "group_bi=name", "--store", store)
     assert err == "Error: report top-ops has no parameter 'group_bi'. Did you mean 'group_by'? Parameters: group_by.\n"
     _, _, err = cli(capsys, monkeypatch, "schema", "evnts", "--store", store)

@@ -381,7 +381,7 @@ def test_report_cli(cpu_store):
     assert bad.returncode == 1
     assert bad.stderr == "Error: --param group_by='colour' is not one of name, shape, call_site, category.\n"
     unknown = td("report", "nope", "--store", cpu_store)
-    assert unknown.stderr.startswith("Error: no report named 'nope'. Reports: callees, callers, collectives, ")
+    assert unknown.stderr.startswith("Error: no report named 'nope'. Reports: annotations, callees, callers, collective-skew, collectives, ")
     extra = td("report", "steps", "--store", cpu_store, "--param", "x=1")
     assert extra.stderr == "Error: report steps has no parameter 'x'. Parameters: phase.\n"
 

@@ -121,11 +121,12 @@ HAVING kernel_collective(any_value(name)) IS NOT NULL;
 -- @column stream BIGINT GPU stream (NULL on the CPU side).
 -- @columns-as events: ts_ns, dur_ns
 -- @column collective VARCHAR Collective family (`collective_family`): allreduce, allgather, reducescatter, alltoall, broadcast, reduce, sendrecv, send, recv, barrier, wait, ...; 'unknown' for a kernel whose name names none.
--- @column collective_arg VARCHAR The `Collective name` arg as written (e.g. `_allgather_base`), NULL when absent.
--- @column source VARCHAR Where collective and dtype come from: 'args' (the event's args) or 'kernel_name'.
--- @column dtype VARCHAR Element type as a torch dtype name (float32, bfloat16, ...): the `dtype` arg, else from a reducing kernel's name; NULL when unknown.
--- @column in_nelems BIGINT Input message size, elements (`In msg nelems`); NULL when unknown.
--- @column out_nelems BIGINT Output message size, elements (`Out msg nelems`); NULL when unknown.
+-- @column collective_arg VARCHAR The collective's name as the trace writes it where it was read: the `Collective name` arg (e.g. `_allgather_base`; sources args and launch_op), the annotation's name after its `nccl:` prefix (e.g. `all_to_all`; source annotation); NULL from the kernel name.
+-- @column source VARCHAR Where collective, dtype and sizes come from: 'args' (the event's own args), 'launch_op' (a kernel's: the args of the record_param_comms op around its launch), 'annotation' (a kernel's: the `nccl:*` record_function around its launch, sizes from its Input Dims), 'kernel_name' (no size).
+-- @column named_by_event_id BIGINT The CPU event whose args or annotation named the kernel (sources launch_op and annotation); the event itself for source args; NULL for kernel_name.
+-- @column dtype VARCHAR Element type as a torch dtype name (float32, bfloat16, ...): the `dtype` arg, the annotation's input type (when all its inputs have one), else from a reducing kernel's name; NULL when unknown.
+-- @column in_nelems BIGINT Input message size, elements (`In msg nelems`; an annotation's inputs summed); NULL when unknown.
+-- @column out_nelems BIGINT Output message size, elements (`Out msg nelems`); NULL when unknown (always for source annotation: a `nccl:*` annotation records its inputs only).
 -- @column in_bytes BIGINT Input message size, bytes (in_nelems x element size); NULL when unknown.
 -- @column out_bytes BIGINT Output message size, bytes (out_nelems x element size); NULL when unknown.
 -- @column group_size BIGINT Ranks in the process group (`Group size`); NULL when unknown.
@@ -147,41 +148,96 @@ WITH a AS (
   -- two short IN lists: DuckDB turns one of six values into a join that reads every arg
   WHERE (key IN ('Collective name', 'dtype', 'In msg nelems') OR key IN ('Out msg nelems', 'Group size', 'Process Group Name'))
   GROUP BY run_id, event_id
-), ev AS (
-  SELECT w.run_id, w.event_id, 'gpu' AS side, w.name, w.device, w.stream, w.ts_ns, w.dur_ns,
+), k AS (
+  SELECT w.run_id, w.event_id, w.name, w.device, w.stream, w.ts_ns, w.dur_ns, w.correlation,
          c.collective AS kernel_collective, c.dtype AS kernel_dtype
   FROM device_events(['kernel']) w JOIN communication_kernel_names c USING (name)
   WHERE w.run_id IN (SELECT unnest(run_ids))
+), namers AS (
+  -- the CPU events that name a collective: ops with a `Collective name` arg (record_param_comms;
+  -- rank 1) and ProcessGroupNCCL's `nccl:*` record_function annotations (rank 2)
+  SELECT e.run_id, e.event_id, e.pid, e.tid, e.ts_ns, e.dur_ns, e.name,
+         CASE WHEN a.collective_arg IS NOT NULL THEN 1 ELSE 2 END AS rank
+  FROM events e LEFT JOIN a USING (run_id, event_id)
+  WHERE e.phase = 'X' AND NOT e.on_device AND e.run_id IN (SELECT unnest(run_ids))
+    AND (a.collective_arg IS NOT NULL OR e.name LIKE 'nccl:_%' OR e.name LIKE 'xccl:_%')
+), via AS (
+  -- each kernel without collective args of its own, launched by a call (not a graph launch: one
+  -- graph holds many kernels) inside namers on the call's thread: the op with args if any, else
+  -- the annotation, the innermost of each
+  SELECT k.run_id, k.event_id, arg_max(n.event_id, [-n.rank, n.ts_ns, -n.dur_ns]) AS named_by,
+         min(n.rank) AS rank
+  FROM k
+  JOIN launch_calls l ON l.run_id = k.run_id AND l.correlation = k.correlation AND NOT l.is_graph_launch
+  JOIN namers n ON n.run_id = l.run_id AND n.pid = l.pid AND n.tid = l.tid
+                AND n.ts_ns <= l.ts_ns AND l.ts_ns < n.ts_ns + n.dur_ns
+  WHERE NOT EXISTS (SELECT 1 FROM a WHERE a.run_id = k.run_id AND a.event_id = k.event_id AND a.collective_arg IS NOT NULL)
+  GROUP BY k.run_id, k.event_id
+), ann AS (
+  -- the inputs of the annotations that name a kernel: elements and bytes summed, their one dtype
+  SELECT s.run_id, s.event_id, sum(s.numel)::BIGINT AS nelems, sum(s.bytes)::BIGINT AS bytes,
+         CASE WHEN count(DISTINCT s.dtype) = 1 THEN any_value(s.dtype) END AS dtype
+  FROM shapes s JOIN (SELECT DISTINCT run_id, named_by AS event_id FROM via WHERE rank = 2) v USING (run_id, event_id)
+  WHERE s.numel IS NOT NULL
+  GROUP BY s.run_id, s.event_id
+), ev AS (
+  SELECT k.run_id, k.event_id, 'gpu' AS side, k.name, k.device, k.stream, k.ts_ns, k.dur_ns,
+         k.kernel_collective, k.kernel_dtype, v.named_by, v.rank AS via_rank
+  FROM k LEFT JOIN via v USING (run_id, event_id)
   UNION ALL
-  SELECT e.run_id, e.event_id, 'cpu', e.name, NULL, NULL, e.ts_ns, e.dur_ns, NULL, NULL
+  SELECT e.run_id, e.event_id, 'cpu', e.name, NULL, NULL, e.ts_ns, e.dur_ns, NULL, NULL, NULL, NULL
   FROM events e JOIN a USING (run_id, event_id)
   WHERE e.phase = 'X' AND NOT e.on_device AND a.collective_arg IS NOT NULL AND e.run_id IN (SELECT unnest(run_ids))
 ), d AS (
   SELECT scalar_type_name, any_value(torch_name) AS torch_name, any_value(elem_bytes) AS elem_bytes
   FROM dtypes WHERE scalar_type_name IS NOT NULL GROUP BY scalar_type_name
+), named AS (
+  -- each event with the args that name it (its own, else its launch op's), or its annotation
+  SELECT ev.*, coalesce(own.event_id, CASE WHEN ev.via_rank = 1 THEN ev.named_by END) AS args_event_id,
+         CASE WHEN own.event_id IS NOT NULL THEN 'args' WHEN ev.via_rank = 1 THEN 'launch_op'
+              WHEN ev.via_rank = 2 THEN 'annotation' ELSE 'kernel_name' END AS source,
+         CASE WHEN own.event_id IS NOT NULL THEN ev.event_id ELSE ev.named_by END AS named_by_event_id
+  FROM ev LEFT JOIN (SELECT run_id, event_id FROM a WHERE collective_arg IS NOT NULL) own USING (run_id, event_id)
+), f AS (
+  SELECT n.run_id, n.event_id, n.side, n.name, n.device, n.stream, n.ts_ns, n.dur_ns, n.source, n.named_by_event_id,
+         CASE n.source WHEN 'annotation' THEN regexp_replace(ne.name, '^\w+:', '') ELSE a.collective_arg END AS collective_arg,
+         n.kernel_collective, n.kernel_dtype,
+         CASE n.source WHEN 'annotation' THEN ann.dtype ELSE coalesce(d.torch_name, a.dtype_arg) END AS dtype,
+         CASE n.source WHEN 'annotation' THEN ann.nelems ELSE a.in_nelems END AS in_nelems,
+         a.out_nelems,
+         CASE n.source WHEN 'annotation' THEN ann.bytes ELSE (a.in_nelems * d.elem_bytes)::BIGINT END AS in_bytes,
+         (a.out_nelems * d.elem_bytes)::BIGINT AS out_bytes, a.group_size, a.process_group
+  FROM named n
+  LEFT JOIN a ON a.run_id = n.run_id AND a.event_id = n.args_event_id
+  LEFT JOIN d ON d.scalar_type_name = a.dtype_arg
+  LEFT JOIN ann ON ann.run_id = n.run_id AND ann.event_id = n.named_by_event_id AND n.source = 'annotation'
+  LEFT JOIN (SELECT run_id, event_id, name FROM events WHERE run_id IN (SELECT unnest(run_ids))) ne
+    ON ne.run_id = n.run_id AND ne.event_id = n.named_by_event_id AND n.source = 'annotation'
 )
-SELECT ev.run_id, ev.event_id, ev.side, ev.name, ev.device, ev.stream, ev.ts_ns, ev.dur_ns,
-       CASE WHEN a.collective_arg IS NOT NULL THEN collective_family(a.collective_arg) ELSE ev.kernel_collective END AS collective,
-       a.collective_arg,
-       CASE WHEN a.collective_arg IS NOT NULL THEN 'args' ELSE 'kernel_name' END AS source,
-       CASE WHEN a.collective_arg IS NOT NULL THEN coalesce(d.torch_name, a.dtype_arg) ELSE ev.kernel_dtype END AS dtype,
-       a.in_nelems, a.out_nelems, (a.in_nelems * d.elem_bytes)::BIGINT AS in_bytes,
-       (a.out_nelems * d.elem_bytes)::BIGINT AS out_bytes, a.group_size, a.process_group,
-       (CASE WHEN collective_family(a.collective_arg) = 'allgather' THEN a.out_nelems ELSE a.in_nelems END * d.elem_bytes)::BIGINT AS msg_bytes,
-       coalesce(a.group_size, r.world_size) AS n_ranks
-FROM ev
-JOIN runs r ON r.run_id = ev.run_id
-LEFT JOIN a ON a.run_id = ev.run_id AND a.event_id = ev.event_id
-LEFT JOIN d ON d.scalar_type_name = a.dtype_arg AND a.collective_arg IS NOT NULL;
+SELECT f.run_id, f.event_id, f.side, f.name, f.device, f.stream, f.ts_ns, f.dur_ns,
+       coalesce(collective_family(f.collective_arg), f.kernel_collective) AS collective,
+       f.collective_arg, f.source, f.named_by_event_id,
+       coalesce(f.dtype, f.kernel_dtype) AS dtype,
+       f.in_nelems, f.out_nelems, f.in_bytes, f.out_bytes, f.group_size, f.process_group,
+       CASE WHEN collective_family(f.collective_arg) = 'allgather' THEN f.out_bytes ELSE f.in_bytes END AS msg_bytes,
+       coalesce(f.group_size, r.world_size) AS n_ranks
+FROM f JOIN runs r ON r.run_id = f.run_id;
 
 -- One row per collective event: every GPU kernel the communication rule counts (exactly the
 -- `activity` rows of kind communication, whether or not the kernel carries a `Collective name`
 -- arg), and every CPU event that carries a `Collective name` arg (PyTorch's record_param_comms
 -- ops, including `wait`). Collective, dtype and message size come from the event's args where
--- PyTorch wrote them (source 'args'; many PyTorch versions do not write them on kernels), else
--- collective and dtype from the kernel name (source 'kernel_name') and no message size.
+-- PyTorch wrote them (source 'args'; many PyTorch versions do not write them on kernels). A kernel
+-- without them is named through its launch (kernel -> correlation -> launch call -> the CPU events
+-- around the call on its thread; graph launches excluded, one graph holds many kernels): by the
+-- args of the innermost op around it that has a `Collective name` arg (source 'launch_op'), else
+-- by the innermost `nccl:*` (or `xccl:*`) record_function annotation around it that ProcessGroupNCCL
+-- writes (source 'annotation': `nccl:all_to_all` -> alltoall, the input size and dtype from its
+-- Input Dims and Input type, no output size); else collective and dtype from the kernel name
+-- (source 'kernel_name') and no message size. The kernel name can be wrong: on HTA's sampled ranks
+-- (NCCL of 2023) the all-to-all, all-reduce and all-gather kernels are all `ncclKernel_SendRecv_*`.
 -- @columns-as collectives_of: run_id, event_id, side, name, device, stream, ts_ns, dur_ns, collective, collective_arg
--- @columns-as collectives_of: source, dtype, in_nelems, out_nelems, in_bytes, out_bytes, group_size, process_group, msg_bytes, n_ranks
+-- @columns-as collectives_of: source, named_by_event_id, dtype, in_nelems, out_nelems, in_bytes, out_bytes, group_size, process_group, msg_bytes, n_ranks
 CREATE OR REPLACE VIEW collectives AS
 SELECT * FROM collectives_of((SELECT list(run_id) FROM runs));
 

@@ -167,16 +167,25 @@ CREATE TABLE IF NOT EXISTS op_signatures (
 -- Peak dense throughput of GPUs by name as the trace's deviceProperties spell it (the figures
 -- without 2:4 sparsity), from the vendors' public spec pages (`source`). One row per spelling; a row
 -- with num_sms matches only devices with that many SMs / CUs (AMD's driver names some parts
--- 'AMD Radeon Graphics', told apart by their CUs). AMD's MI250X and MI250 show each of their two
--- dies as one device: their rows hold one die's half of the card's figures. The rows come from
--- sql/reference/device_peaks.csv; a session can add its own.
+-- 'AMD Radeon Graphics', told apart by their CUs). Rows without a name_pattern identify a device the
+-- trace does not name (an empty name, as vLLM's traces on MI300X write it) by its properties:
+-- compute capability, SM / CU count and memory (MI300X and MI325X differ only in memory); parts that
+-- these properties do not tell apart (A100 80GB SXM and PCIe, V100 SXM2 and PCIe) have no such row.
+-- AMD's MI250X and MI250 show each of their two dies as one device: their rows hold one die's half
+-- of the card's figures. The rows come from sql/reference/device_peaks.csv; a session can add its own.
 CREATE TABLE IF NOT EXISTS device_peaks (
   -- The device, e.g. 'H100 SXM'.
   device VARCHAR,
-  -- Case-insensitive LIKE pattern on deviceProperties' name, e.g. '%H100%HBM3%'.
+  -- Case-insensitive LIKE pattern on deviceProperties' name, e.g. '%H100%HBM3%'; NULL for a row that identifies the device by its properties.
   name_pattern VARCHAR,
   -- Match only devices with this many SMs (NVIDIA) or CUs (AMD), NULL for any.
   num_sms INTEGER,
+  -- Rows without name_pattern: the compute capability (deviceProperties' computeMajor.computeMinor, e.g. '9.4' for AMD's gfx942) a device must have.
+  compute_capability VARCHAR,
+  -- Rows without name_pattern: the least total memory (deviceProperties' totalGlobalMem) of the device, GiB.
+  min_memory_gib DOUBLE,
+  -- Rows without name_pattern: the memory the device stays below, GiB.
+  max_memory_gib DOUBLE,
   -- Peak dense FP32 TFLOP/s (matrix units where they run FP32, else vector).
   fp32_tflops DOUBLE,
   -- Peak dense TF32 TFLOP/s, NULL where the device has none.
@@ -193,13 +202,22 @@ CREATE TABLE IF NOT EXISTS device_peaks (
   source VARCHAR
 );
 
--- The device of each run and its peaks: deviceProperties' first GPU (its name and SM count) matched
--- against `device_peaks` (a row with num_sms before one without, then the longest pattern). Runs
--- without deviceProperties, or with a device no row matches, have NULL peaks.
+-- The device of each run and its peaks. The run's GPU is the deviceProperties entry whose id is
+-- the device its kernels ran on (the one with the most kernel time), else the only entry, else the
+-- first when all entries describe the same GPU (a CPU-only run, or a trace that lists one id for
+-- another device: SGLang's MI300X trace runs on device 9 and lists id 0 only). Its name is matched
+-- against `device_peaks` (a row with num_sms before one without, then the longest pattern); a GPU
+-- no name row matches (an empty name) is identified by its properties when exactly one device of
+-- the property rows has its compute capability, SM / CU count and memory. Runs without
+-- deviceProperties, or with a GPU neither way finds, have NULL peaks.
 -- @columns-as runs: run_id
--- @column device_name VARCHAR The first GPU's name in deviceProperties, NULL when the trace has none.
+-- @column device_id BIGINT The `id` of the deviceProperties entry used, NULL when none.
+-- @column device_name VARCHAR Its name ('' when the trace leaves it empty), NULL when the trace has no entry.
 -- @column num_sms INTEGER Its SM (NVIDIA) or CU (AMD) count.
+-- @column compute_capability VARCHAR Its computeMajor.computeMinor, e.g. '9.0'.
+-- @column memory_gib DOUBLE Its totalGlobalMem, GiB.
 -- @column device VARCHAR The matched `device_peaks` device, NULL when none matches.
+-- @column identified_by VARCHAR How: 'name' (deviceProperties' name), 'properties' (compute capability, SMs / CUs and memory); NULL when no device matches.
 -- @column fp32_tflops DOUBLE Peak dense FP32 TFLOP/s.
 -- @column tf32_tflops DOUBLE Peak dense TF32 TFLOP/s.
 -- @column bf16_tflops DOUBLE Peak dense BF16 TFLOP/s.
@@ -208,18 +226,45 @@ CREATE TABLE IF NOT EXISTS device_peaks (
 -- @column memory_tbps DOUBLE Peak memory bandwidth, TB/s.
 -- @column source VARCHAR Where the peaks come from.
 CREATE OR REPLACE VIEW run_devices AS
-WITH d AS (
-  SELECT run_id, json_extract_string(device_properties, '$[0].name') AS device_name,
-         TRY_CAST(json_extract(device_properties, '$[0].numSms') AS INTEGER) AS num_sms
-  FROM runs
-)
-SELECT d.run_id, d.device_name, d.num_sms, m.p.device, m.p.fp32_tflops, m.p.tf32_tflops, m.p.bf16_tflops,
-       m.p.fp16_tflops, m.p.fp8_tflops, m.p.memory_tbps, m.p.source
-FROM d LEFT JOIN (
+WITH entries AS (
+  SELECT run_id, i AS pos, TRY_CAST(json_extract(e, '$.id') AS BIGINT) AS id, json_extract_string(e, '$.name') AS name,
+         TRY_CAST(json_extract(e, '$.numSms') AS INTEGER) AS num_sms,
+         json_extract_string(e, '$.computeMajor') || '.' || json_extract_string(e, '$.computeMinor') AS cc,
+         TRY_CAST(json_extract(e, '$.totalGlobalMem') AS DOUBLE) / 2^30 AS memory_gib
+  FROM (SELECT run_id, unnest(json_extract(device_properties, '$[*]')) AS e, generate_subscripts(json_extract(device_properties, '$[*]'), 1) AS i
+        FROM runs WHERE json_array_length(device_properties) > 0)
+), kernel_device AS (
+  SELECT run_id, arg_max(device, t) AS device FROM (
+    SELECT run_id, device, sum(dur_ns) AS t FROM device_events(['kernel']) GROUP BY run_id, device
+  ) GROUP BY run_id
+), picked AS (
+  SELECT e.run_id, arg_min(e, [CASE WHEN e.id = k.device THEN 0 ELSE 1 END, e.pos]) AS e,
+         bool_or(e.id = k.device) AS by_id,
+         count(DISTINCT (e.name, e.num_sms, e.cc, e.memory_gib)) AS kinds
+  FROM entries e LEFT JOIN kernel_device k USING (run_id)
+  GROUP BY e.run_id
+), d AS (
+  SELECT p.run_id, p.e.id AS device_id, p.e.name AS device_name, p.e.num_sms, p.e.cc AS compute_capability,
+         p.e.memory_gib
+  FROM picked p WHERE p.by_id OR p.kinds = 1
+), by_name AS (
   SELECT d.run_id, arg_max(p, [(p.num_sms IS NOT NULL)::INTEGER, length(p.name_pattern)]) AS p
   FROM d JOIN device_peaks p ON d.device_name ILIKE p.name_pattern AND (p.num_sms IS NULL OR p.num_sms = d.num_sms)
   GROUP BY d.run_id
-) m USING (run_id);
+), by_properties AS (
+  SELECT d.run_id, any_value(p) AS p
+  FROM d JOIN device_peaks p ON p.name_pattern IS NULL AND p.compute_capability = d.compute_capability
+   AND p.num_sms = d.num_sms AND d.memory_gib >= p.min_memory_gib AND d.memory_gib < p.max_memory_gib
+  GROUP BY d.run_id HAVING count(DISTINCT p.device) = 1
+)
+SELECT r.run_id, d.device_id, d.device_name, d.num_sms, d.compute_capability, round(d.memory_gib, 2) AS memory_gib,
+       coalesce(n.p.device, pr.p.device) AS device,
+       CASE WHEN n.p IS NOT NULL THEN 'name' WHEN pr.p IS NOT NULL THEN 'properties' END AS identified_by,
+       coalesce(n.p, pr.p).fp32_tflops AS fp32_tflops, coalesce(n.p, pr.p).tf32_tflops AS tf32_tflops,
+       coalesce(n.p, pr.p).bf16_tflops AS bf16_tflops, coalesce(n.p, pr.p).fp16_tflops AS fp16_tflops,
+       coalesce(n.p, pr.p).fp8_tflops AS fp8_tflops, coalesce(n.p, pr.p).memory_tbps AS memory_tbps,
+       coalesce(n.p, pr.p).source AS source
+FROM runs r LEFT JOIN d USING (run_id) LEFT JOIN by_name n USING (run_id) LEFT JOIN by_properties pr USING (run_id);
 
 -- The peak TFLOP/s of a `run_devices` row for an op's dtype: float32 -> FP32 (an fp32 GEMM may run
 -- on TF32 units when torch allows it; the trace does not say), bfloat16 -> BF16, float16 -> FP16,
