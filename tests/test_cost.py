@@ -211,6 +211,27 @@ def test_nested_ops_are_counted_once(generated):
     assert all(counted[e] for e in exp if e not in nested and exp[e][0] is not None)
 
 
+def test_custom_gemm_ops_are_costed_and_wrappers_count_once(tmp_path):
+    """vLLM's cutlass_scaled_mm launches its GEMM itself: its FLOPs come from its own a [M, K] and
+    b [K, N] (2MNK, torch's count); an op without a formula around aten::mm leaves the mm counted
+    once, and a costed op around a costed one counts only the outer."""
+    t = Trace()
+    fp8, bf, f32 = "c10::Float8_e4m3fn", "c10::BFloat16", "float"
+    m, k, n = 16, 64, 32
+    scaled = t.op("_C::cutlass_scaled_mm", [[m, n], [m, k], [k, n], [m, 1], [1, n], []], [bf, fp8, fp8, f32, f32, ""],
+                  kernel_ns=4000)
+    inner = {}
+    wrapper = t.op("vllm::my_gemm", [[m, k], [k, n]], [bf, bf], children=[lambda: inner.setdefault("mm", t.op(
+        "aten::mm", [[m, k], [k, n]], [bf, bf], kernel_ns=3000))])
+    path = write_trace(tmp_path / "custom.json", t.events, deviceProperties=[{"id": 0, "name": "NVIDIA H100 80GB HBM3"}])
+    traceduck.ingest(path, store=tmp_path / "s")
+    with traceduck.open(tmp_path / "s") as db:
+        rows = {r[0]: r[1:] for r in db.sql("SELECT event_id, op_name, flops, gpu_dur_ns, is_counted FROM op_cost").fetchall()}
+    assert rows[scaled] == ("_C::cutlass_scaled_mm", 2 * m * n * k, 4000, True)
+    assert rows[wrapper] == ("vllm::my_gemm", None, 3000, False)  # no formula of its own: its mm counts, once
+    assert rows[inner["mm"]] == ("aten::mm", 2 * m * n * k, 3000, True)
+
+
 def test_generated_trace_picks_the_h100_and_draws_the_roofline(generated):
     db, exp, nested, _ = generated
     dev = db.sql("SELECT name, device_name, device, bf16_tflops, memory_tbps FROM run_devices JOIN runs USING (run_id) "
