@@ -38,6 +38,7 @@ def test_checksums_are_written_for_every_file_but_the_runs_row(two_runs):
         assert listed[name] == {"bytes": len(data), "xxh3_128": xxhash.xxh3_128(data).hexdigest()}
 
 
+@pytest.mark.slow  # 10 s: a dozen commands as new processes
 def test_check_passes_then_names_the_damaged_run_and_file(two_runs):
     store, ids = two_runs
     ok = td("check", "--store", store)
@@ -74,6 +75,7 @@ def test_check_passes_then_names_the_damaged_run_and_file(two_runs):
     assert td("check", "--store", store).returncode == 0
 
 
+@pytest.mark.slow  # 8 s
 def test_check_covers_packs_and_counts_runs_without_checksums(two_runs):
     store, ids = two_runs
     assert td("compact", "--store", store).returncode == 0
