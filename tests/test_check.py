@@ -91,3 +91,13 @@ def test_check_covers_packs_and_counts_runs_without_checksums(two_runs):
     older = td("check", "--store", store)
     assert older.returncode == 0
     assert older.stdout.startswith("2 runs and 0 packs checked: no damage; 1 ingested before checksums")
+
+
+def test_check_in_python_names_the_damaged_file(two_runs):
+    store, ids = two_runs
+    assert traceduck.check(store).damaged == []
+    shapes = store / "runs" / ids["buggy"] / "shapes.parquet"
+    shapes.write_bytes(shapes.read_bytes()[:-8])
+    result = traceduck.check(store)
+    assert (result.runs, result.packs, result.without_checksums) == (2, 0, [])
+    assert [(d.kind, d.ident, d.name, d.file) for d in result.damaged] == [("run", ids["buggy"], "buggy", "shapes.parquet")]
