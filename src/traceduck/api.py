@@ -104,36 +104,39 @@ def ingest(paths: str | os.PathLike | Iterable[str | os.PathLike], store: str | 
         raise InputError("--name applies to one file, but several were given", "Use --label to tag many runs")
     st = Store(store, create=True)
     views = _build_view_file_beside()  # the first query after this ingest finds it built
-    results: dict[Path, IngestResult] = {}
-    from_dir = {f for f, d in listed if d}
-    for f in from_dir:
-        reason = sniff(f)
-        if reason is not None:
-            results[f] = not_a_trace(f, reason)
-    todo = [f for f in files if f not in results]
-    names: dict[Path, str | list[str]] = {f: name for f in todo} if name is not None else default_names(todo)
-    taken: dict[str, set[str]] = {}
-    for row in st.run_rows(["name", "run_id"]):
-        taken.setdefault(row["name"], set()).add(row["run_id"])
-    jobs = jobs or default_jobs()
-    errors: list[tuple[Path, TraceduckError]] = []
-    if len(todo) > 1 and jobs > 1:
-        _ingest_many(todo, names, taken, st, labels, force, jobs, progress, salvage, results, errors, step_marker)
-    else:
-        for f in todo:
-            cb = (lambda b, n, stage, f=f: progress(f, b, n, stage)) if progress else None
-            try:
-                results[f] = ingest_file(f, st, name=names[f], labels=labels, force=force, jobs=jobs, progress=cb,
-                                         salvage=salvage, taken=taken, step_marker=step_marker)
-            except TraceduckError as e:
-                if len(files) == 1:
-                    raise
-                errors.append((f, e))  # the others land, as with worker processes
-    for f, e in errors[:]:
-        if f in from_dir and isinstance(e, NotATrace):  # seen only past the first bytes
-            results[f] = not_a_trace(f, e.reason)
-            errors.remove((f, e))
-    views.join()
+    # joined however the ingest ends: a thread still importing DuckDB when the process exits aborts it
+    try:
+        results: dict[Path, IngestResult] = {}
+        from_dir = {f for f, d in listed if d}
+        for f in from_dir:
+            reason = sniff(f)
+            if reason is not None:
+                results[f] = not_a_trace(f, reason)
+        todo = [f for f in files if f not in results]
+        names: dict[Path, str | list[str]] = {f: name for f in todo} if name is not None else default_names(todo)
+        taken: dict[str, set[str]] = {}
+        for row in st.run_rows(["name", "run_id"]):
+            taken.setdefault(row["name"], set()).add(row["run_id"])
+        jobs = jobs or default_jobs()
+        errors: list[tuple[Path, TraceduckError]] = []
+        if len(todo) > 1 and jobs > 1:
+            _ingest_many(todo, names, taken, st, labels, force, jobs, progress, salvage, results, errors, step_marker)
+        else:
+            for f in todo:
+                cb = (lambda b, n, stage, f=f: progress(f, b, n, stage)) if progress else None
+                try:
+                    results[f] = ingest_file(f, st, name=names[f], labels=labels, force=force, jobs=jobs, progress=cb,
+                                             salvage=salvage, taken=taken, step_marker=step_marker)
+                except TraceduckError as e:
+                    if len(files) == 1:
+                        raise
+                    errors.append((f, e))  # the others land, as with worker processes
+        for f, e in errors[:]:
+            if f in from_dir and isinstance(e, NotATrace):  # seen only past the first bytes
+                results[f] = not_a_trace(f, e.reason)
+                errors.remove((f, e))
+    finally:
+        views.join()
     _settle_duplicates(files, results, st)
     _raise_first(files, results, errors)
     return [results[f] for f in files]
@@ -400,7 +403,7 @@ def label(runs: str | Iterable[str], labels: dict[str, str] | None = None, remov
     for key in [*labels, *remove]:
         if not key or "=" in key:
             raise InputError(f"{key!r} is not a label key", "Keys are non-empty and have no '='")
-    st = _existing(store)
+    st = _to_change(store)
     chosen = selection.picked(_run_rows(st), runs)
     for key in remove:
         if not any(key in selection.labels_of(r) for r in chosen):
@@ -426,7 +429,7 @@ def rename(run: str, name: str, store: str | os.PathLike | None = None) -> tuple
     if name.startswith(("label:", "rank:")):
         raise InputError(f"{name!r} cannot be a run name: it reads as a run selection",
                          "Give a name that does not start with label: or rank:")
-    st = _existing(store)
+    st = _to_change(store)
     run_id = selection.resolve(_run_rows(st), run)
     old: list[str] = []
 
@@ -454,7 +457,7 @@ def set_step_marker(runs: str | Iterable[str], marker: str | None = None,
     from .ingester.steps import check_marker, restep_run
 
     marker = check_marker(marker)
-    st = _existing(store)
+    st = _to_change(store)
     chosen = selection.picked(_run_rows(st), runs)
     out = []
     for r in chosen:
@@ -466,7 +469,7 @@ def set_step_marker(runs: str | Iterable[str], marker: str | None = None,
 def remove(runs: str | Iterable[str], store: str | os.PathLike | None = None) -> list[tuple[str, str]]:
     """Remove the selected runs from the store; returns (run_id, name) of each. Each run goes at
     once: readers see it whole or not at all (see `Store.remove_runs`)."""
-    st = _existing(store)
+    st = _to_change(store)
     chosen = selection.picked(_run_rows(st), runs)
     st.remove_runs([r["run_id"] for r in chosen])
     packs.remove_holding(st, [r["run_id"] for r in chosen])
@@ -487,10 +490,18 @@ def compact(runs: str | Iterable[str] | None = None, store: str | os.PathLike | 
     which queries read instead of one file per run: for stores of many runs (every rank of a job).
     The runs stay as they are; a later change to a packed run (rm, ingest --force) makes queries
     read its own files again. Returns what was packed (see `packs.py`)."""
-    st = _existing(store)
+    st = _to_change(store)
     rows = _run_rows(st)
     chosen = selection.picked(rows, runs) if runs is not None else rows
     return compact_store(st, [r["run_id"] for r in chosen])
+
+
+def _to_change(store: str | os.PathLike | None) -> Store:
+    """The store at `store`, which must exist, for a command that changes it: first, what killed or
+    failed commands left under tmp/ is removed (as an ingest does when it starts)."""
+    st = _existing(store)
+    st.remove_leftovers()
+    return st
 
 
 def _existing(store: str | os.PathLike | None) -> Store:

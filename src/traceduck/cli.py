@@ -23,7 +23,7 @@ except ImportError:  # pragma: no cover - older typer: click itself
     from click import exceptions as click_errors
 
 from ._version import __version__
-from .errors import InputError, StoreError, TraceduckError, did_you_mean
+from .errors import InputError, StoreError, TraceduckError, did_you_mean, os_error_hint, os_error_text
 from .render import PEOPLE, Format, View, escape, integral, render, render_batches, row_shape
 from .store import short_id
 from .units import column_kind, size
@@ -634,7 +634,7 @@ def main(argv: list[str] | None = None) -> None:
     except TraceduckError as e:
         if debug:
             traceback.print_exc()
-        typer.echo(f"Error: {e.one_line()}", err=True)
+        _say_error(e.one_line())
         sys.exit(1)
     except KeyboardInterrupt:
         typer.echo("Interrupted.", err=True)
@@ -642,6 +642,11 @@ def main(argv: list[str] | None = None) -> None:
     except BrokenPipeError:  # the reader stopped (`| head`): quietly, also at exit's flush
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(0)
+    except OSError as e:  # the file system failed a write (no space, an I/O error) past the store's own handling
+        if debug:
+            traceback.print_exc()
+        _say_error(TraceduckError(f"the file system failed ({os_error_text(e)})", os_error_hint(e)).one_line())
+        sys.exit(1)
     except Exception as e:  # noqa: BLE001 - the last boundary: never a bare traceback
         if debug:
             traceback.print_exc()
@@ -651,6 +656,14 @@ def main(argv: list[str] | None = None) -> None:
     if code == 130:
         typer.echo("Interrupted.", err=True)
     sys.exit(code)  # as the parser's standalone mode did: callers see SystemExit, 0 too
+
+
+def _say_error(line: str) -> None:
+    """`Error: LINE` on stderr; when stderr itself cannot be written (a full disk), the exit code says it."""
+    try:
+        typer.echo(f"Error: {line}", err=True)
+    except OSError:
+        pass
 
 
 _CHOICE = re.compile(r"^'(.*)' is not one of\b", re.S)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,7 +15,7 @@ import duckdb
 from . import selection
 from .catalog import all_reports, schema_stamp, summaries
 from .engine import Engine
-from .errors import StoreError
+from .errors import IO_HINT, NO_SPACE_HINT, StoreError
 from .packs import MANIFEST, data_stamp, list_packs, packed_tables, packs_dir, remove, remove_superseded
 from .reports import TEXT_GROUP_BYTES, has_json_text, per_run_rows, report_file, report_text_file, report_text_sql
 from .sqltext import first_line, literal
@@ -48,34 +49,60 @@ def compact(store: Store, run_ids: list[str]) -> CompactResult:
     pack_id = _pack_id(members, key)
     target = packs_dir(store) / pack_id
     if (target / MANIFEST).is_file():  # these very runs are packed already
-        size = sum(f.stat().st_size for f in target.iterdir())
-        return CompactResult(pack_id, runs, skipped, size, remove_superseded(store, pack_id, runs), written=False)
+        return CompactResult(pack_id, runs, skipped, size_of(target), remove_superseded(store, pack_id, runs), written=False)
     tmp = store.new_tmp_dir("pack")
     try:
-        _write_tables(store, runs, tmp)
-        with Engine(store, run_ids=runs) as engine:  # the summaries, computed over the member runs
-            order = selection.in_order(engine.runs())  # the order of the runs in a report over them all
-            try:
-                for summary in summaries():
-                    engine.con.execute(f"COPY (FROM ({summary.rows_sql()}) ORDER BY ALL) TO "
-                                       f"{literal(str(tmp / (summary.name + '.parquet')))} (FORMAT parquet, COMPRESSION zstd)")
-            except duckdb.Error as e:
-                raise StoreError(f"cannot summarize the runs of {store.path} ({first_line(str(e))})", _AGAIN) from None
-        _write_report_rows(store, runs, tmp, order)
-        if {r: data_stamp(store, r) for r in runs} != members:
-            raise StoreError(f"runs of {store.path} were replaced or removed while packing", "Run `traceduck compact` again")
-        (tmp / MANIFEST).write_text(json.dumps({"runs": members, "summaries": key}))
-        write_checksums(tmp, skip=frozenset({CHECKSUMS}))
-        size = sum(f.stat().st_size for f in tmp.iterdir())
-        packs_dir(store).mkdir(exist_ok=True)
-        try:
-            os.rename(tmp, target)
-        except OSError:  # another process packed the same runs meanwhile: keep its pack
-            if not (target / MANIFEST).is_file():
-                raise
+        with store.writing(), _written(store):
+            _write_pack(store, runs, members, key, tmp, target)
     finally:
         store.discard(tmp)
-    return CompactResult(pack_id, runs, skipped, size, remove_superseded(store, pack_id, runs))
+    return CompactResult(pack_id, runs, skipped, size_of(target), remove_superseded(store, pack_id, runs))
+
+
+def size_of(pack: Path) -> int:
+    return sum(f.stat().st_size for f in pack.iterdir())
+
+
+@contextmanager
+def _written(store: Store):
+    """A DuckDB error writing a pack's file (no space, an I/O error) as one line with what to do."""
+    try:
+        yield
+    except duckdb.IOException as e:
+        raise _failed(store, "cannot write a pack", e) from None
+
+
+def _failed(store: Store, what: str, e: duckdb.Error) -> StoreError:
+    text = first_line(str(e))
+    if isinstance(e, duckdb.IOException):
+        hint = NO_SPACE_HINT if "No space left" in text else IO_HINT
+    else:
+        hint = _AGAIN
+    return StoreError(f"{what} in {store.path} ({text})", hint)
+
+
+def _write_pack(store: Store, runs: list[str], members: dict, key: str, tmp: Path, target: Path) -> None:
+    """Write the pack of these runs in tmp and publish it as target (one rename)."""
+    _write_tables(store, runs, tmp)
+    with Engine(store, run_ids=runs) as engine:  # the summaries, computed over the member runs
+        order = selection.in_order(engine.runs())  # the order of the runs in a report over them all
+        try:
+            for summary in summaries():
+                engine.con.execute(f"COPY (FROM ({summary.rows_sql()}) ORDER BY ALL) TO "
+                                   f"{literal(str(tmp / (summary.name + '.parquet')))} (FORMAT parquet, COMPRESSION zstd)")
+        except duckdb.Error as e:
+            raise _failed(store, "cannot summarize the runs", e) from None
+    _write_report_rows(store, runs, tmp, order)
+    if {r: data_stamp(store, r) for r in runs} != members:
+        raise StoreError(f"runs of {store.path} were replaced or removed while packing", "Run `traceduck compact` again")
+    (tmp / MANIFEST).write_text(json.dumps({"runs": members, "summaries": key}))
+    write_checksums(tmp, skip=frozenset({CHECKSUMS}))
+    packs_dir(store).mkdir(exist_ok=True)
+    try:
+        os.rename(tmp, target)
+    except OSError:  # another process packed the same runs meanwhile: keep its pack
+        if not (target / MANIFEST).is_file():
+            raise
 
 
 def _pack_id(members: dict[str, tuple], summaries_key_: str) -> str:
@@ -93,7 +120,7 @@ def _write_tables(store: Store, runs: list[str], tmp: Path) -> None:
             con.execute(f"COPY (SELECT * FROM read_parquet(?, union_by_name = true)) TO "
                         f"{literal(str(tmp / (table + '.parquet')))} (FORMAT parquet, COMPRESSION zstd)", [files])
     except duckdb.Error as e:
-        raise StoreError(f"cannot pack the runs of {store.path} ({first_line(str(e))})", _AGAIN) from None
+        raise _failed(store, "cannot pack the runs", e) from None
     finally:
         con.close()
 
@@ -110,7 +137,7 @@ def _write_report_rows(store: Store, runs: list[str], tmp: Path, order: list[str
                 for name in reports:
                     per_run_rows(engine, name).to_parquet(str(tmp / f"{name}.{i}.part"))
             except duckdb.Error as e:
-                raise StoreError(f"cannot summarize the runs of {store.path} ({first_line(str(e))})", _AGAIN) from None
+                raise _failed(store, "cannot summarize the runs", e) from None
     con = duckdb.connect()
     try:
         con.execute("CREATE TEMP TABLE report_run_order AS "

@@ -62,6 +62,25 @@ class StoreError(TraceduckError):
     """The store directory cannot be used."""
 
 
+NO_SPACE_HINT = ("Free space on that file system, then run the command again: what failed left the store as it "
+                 "was, and the next command removes what it wrote")
+IO_HINT = ("Check the disk (the system log says more), then run the command again: what failed left the store "
+           "as it was; `traceduck check` verifies its files")
+
+
+def os_error_hint(e: OSError) -> str:
+    """What to do about an error of the file system (no space, an I/O error)."""
+    import errno
+
+    return NO_SPACE_HINT if e.errno in (errno.ENOSPC, errno.EDQUOT) else IO_HINT
+
+
+def os_error_text(e: OSError) -> str:
+    """`No space left on device: PATH` (the first path of the call, where it has one)."""
+    what = e.strerror or str(e) or type(e).__name__
+    return f"{what}: {e.filename}" if e.filename else what
+
+
 class RunSelectionError(TraceduckError):
     """A run selection matches no run, or is ambiguous."""
 

@@ -41,7 +41,7 @@ try:
 except ImportError:  # not POSIX: no liveness locks, so leftovers of killed ingests are kept
     fcntl = None
 
-from .errors import StoreError
+from .errors import StoreError, os_error_hint, os_error_text
 
 STORE_ENV = "TRACEDUCK_STORE"
 DEFAULT_STORE = "traceduck.store"
@@ -200,8 +200,8 @@ class Store:
                 (self.path / "runs").mkdir(parents=True, exist_ok=True)
                 (self.path / "tmp").mkdir(exist_ok=True)
             except OSError as e:
-                if self.path.is_dir():  # it exists: it is this user who may not write it
-                    raise self.cannot_write(e) from None
+                if self.path.is_dir():  # it exists: this user may not write it, or the file system failed
+                    raise self.write_error(e) from None
                 raise StoreError(f"cannot create store {self.path} ({e.strerror})") from None
             self.remove_leftovers()
 
@@ -264,13 +264,30 @@ class Store:
             e = f"{e.strerror}: {e.filename}" if e.filename else (e.strerror or str(e))
         return StoreError(f"cannot write to the store {self.path} ({e})", WRITE_HINT)
 
+    def write_error(self, e: OSError) -> StoreError:
+        """The error for a write to the store that failed: not allowed (see cannot_write), or the
+        file system failed it (no space, an I/O error)."""
+        if _is_write_denied(e):
+            return self.cannot_write(e)
+        return StoreError(f"cannot write to the store {self.path} ({os_error_text(e)})", os_error_hint(e))
+
+    @contextmanager
+    def writing(self) -> Iterator[None]:
+        """Turn a failed write (an OSError) into the store's error, one line with what to do."""
+        try:
+            yield
+        except OSError as e:
+            raise self.write_error(e) from None
+
     def new_tmp_dir(self, run_id: str) -> Path:
         """A fresh tmp directory for writing a run, locked for this process's lifetime;
         `publish` or `discard` gives it up."""
         try:
             return self._new_tmp_dir(run_id)
         except OSError as e:
-            raise self.cannot_write(f"{e.strerror}: {self.tmp_dir}") from None
+            if _is_write_denied(e):
+                raise self.cannot_write(f"{e.strerror}: {self.tmp_dir}") from None
+            raise self.write_error(e) from None
 
     def _new_tmp_dir(self, run_id: str) -> Path:
         self.tmp_dir.mkdir(parents=True, exist_ok=True)
@@ -298,20 +315,23 @@ class Store:
         """
         target = self.run_dir(run_id)
         try:
-            write_checksums(tmp)
+            with self.writing():
+                write_checksums(tmp)
             try:
                 os.rename(tmp, target)
                 return True
             except OSError as e:
                 if not target.is_dir():
-                    raise self.cannot_write(f"{e.strerror}: {self.runs_dir}") if _is_write_denied(e) else e
+                    raise self.cannot_write(f"{e.strerror}: {self.runs_dir}") if _is_write_denied(e) \
+                        else self.write_error(e) from None
             if not replace and self.has_run(run_id):  # another process published the same content first
                 return False
             try:
                 with self.locked():  # replace the run, or what is left of a removed one
                     _replace(tmp, target)
             except OSError as e:
-                raise self.cannot_write(f"{e.strerror}: {self.runs_dir}") if _is_write_denied(e) else e
+                raise self.cannot_write(f"{e.strerror}: {self.runs_dir}") if _is_write_denied(e) \
+                    else self.write_error(e) from None
             return True
         finally:
             self.discard(tmp)
@@ -397,7 +417,7 @@ class Store:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        with self.locked():
+        with self.writing(), self.locked():
             path = self.run_dir(run_id) / "runs.parquet"
             try:
                 old = pq.read_table(path)
@@ -419,7 +439,7 @@ class Store:
         that no live removal holds (one killed in between) goes at the next cleanup."""
         pending: list[tuple[str, Path]] = []
         try:
-            with self.locked():
+            with self.writing(), self.locked():
                 for run_id in run_ids:
                     if not self.has_run(run_id):
                         raise StoreError(f"no run {run_id} in {self.path}", "`traceduck runs` lists the runs")
@@ -427,7 +447,7 @@ class Store:
                     pending.append((run_id, self.new_tmp_dir(run_id)))
                     os.rename(self.run_dir(run_id) / "runs.parquet", pending[-1][1] / "runs.parquet")
             time.sleep(REMOVE_GRACE_S)
-            with self.locked():
+            with self.writing(), self.locked():
                 for run_id, tmp in pending:
                     self._take_unpublished(run_id, tmp)
         finally:
@@ -453,12 +473,15 @@ class Store:
         for run_id in names:
             if run_id in pending or self.has_run(run_id):  # a live removal or ingest of it, or a run
                 continue
-            with self.locked():
-                tmp = self.new_tmp_dir(run_id)
-                try:
-                    removed += self._take_unpublished(run_id, tmp)
-                finally:
-                    self.discard(tmp)
+            try:
+                with self.locked():
+                    tmp = self.new_tmp_dir(run_id)
+                    try:
+                        removed += self._take_unpublished(run_id, tmp)
+                    finally:
+                        self.discard(tmp)
+            except (OSError, StoreError):  # tried again by the next cleanup
+                continue
         return removed
 
     def size_bytes(self) -> int:
@@ -507,9 +530,11 @@ def _lock_new(path: Path) -> int | None:
 
 
 def _unlock(lock: Path, fd: int) -> None:
+    """Remove a lock file and release its lock. A lock file that cannot be removed (a failing disk)
+    is left unlocked: the next cleanup takes it for a dead writer's and removes it."""
     try:
         lock.unlink()
-    except FileNotFoundError:
+    except OSError:
         pass
     finally:
         os.close(fd)  # closing releases the lock

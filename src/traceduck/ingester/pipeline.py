@@ -262,6 +262,11 @@ def ingest_file(path: Path, store: Store, name: str | list[str] | None = None, l
         store.discard(parts)
         (tmp / schema_stamp()).touch()
         published = store.publish(tmp, run_id, replace=force)
+    except OSError as e:  # a write under tmp/ failed (no space, an I/O error): nothing was published
+        store.discard(tmp)
+        if e.filename and Path(e.filename) == path:
+            raise InputError(f"{path}: cannot read ({e.strerror})") from None
+        raise store.write_error(e) from None
     except BaseException:
         store.discard(tmp)
         raise
