@@ -25,6 +25,7 @@ import pytest
 import traceduck
 from traceduck.catalog import all_reports
 from traceduck.errors import InputError, TraceduckError
+from traceduck.viewfile import view_file
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from conftest import SAMPLES, run_report  # noqa: E402
@@ -95,6 +96,7 @@ def try_batch(paths: list[Path], store: Path) -> list[Outcome]:
     """Ingest each file (see `ingest_one`) into a store of their own, then run every report once over
     all the runs published (one run at a time for the reports that pair the ranks of one job, and to
     find the run at fault when a report over all of them fails). Returns each file's outcome."""
+    view_file()  # built now, not inside the first ingest (which waits for it) and counted in its time
     outcomes = [ingest_one(p, store) for p in paths]
     runs = {o.run_id: o for o in outcomes if o.run_id and not o.problem}
     if runs:
@@ -149,14 +151,17 @@ def regression_files() -> list[Path]:
     return sorted(p for p in REGRESSIONS.glob("*") if p.name.endswith((".json", ".json.gz")))
 
 
-@pytest.mark.parametrize("path", regression_files(), ids=lambda p: p.name)
-def test_fuzz_regression(path, tmp_path):
-    """An input that once broke a rule (kept by the fuzzer) ingests or fails with one line, and
-    every report answers over what it ingested."""
-    copy = tmp_path / path.name
-    copy.write_bytes(path.read_bytes())
-    [got] = try_batch([copy], tmp_path / "store")
-    assert not got.problem, got.problem
+def test_fuzz_regression(tmp_path):
+    """Every input that once broke a rule (kept by the fuzzer) ingests or fails with one line, and
+    every report answers over what they ingested (all at once, as test_fuzz runs them)."""
+    files = regression_files()
+    assert files
+    copies = []
+    for path in files:
+        copies.append(tmp_path / path.name)
+        copies[-1].write_bytes(path.read_bytes())
+    problems = [f"{o.path.name}: {o.problem}" for o in try_batch(copies, tmp_path / "store") if o.problem]
+    assert not problems, "\n".join(problems)
 
 
 def main(argv: list[str]) -> int:
@@ -164,11 +169,8 @@ def main(argv: list[str]) -> int:
     breaks a rule under tests/data/fuzz/, print a summary."""
     import tempfile
 
-    from traceduck.viewfile import view_file
-
     count, seed, start = int(argv[0]), int(argv[1]) if len(argv) > 1 else SEED, int(argv[2]) if len(argv) > 2 else 0
     os.environ.setdefault("TRACEDUCK_CACHE_DIR", tempfile.mkdtemp(prefix="traceduck-fuzz-views-"))
-    view_file()  # built now, not inside the first ingest (which waits for it)
     failed = 0
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
