@@ -487,10 +487,22 @@ def compact(runs: str | Iterable[str] | None = None, store: str | os.PathLike | 
     which queries read instead of one file per run: for stores of many runs (every rank of a job).
     The runs stay as they are; a later change to a packed run (rm, ingest --force) makes queries
     read its own files again. Returns what was packed (see `packs.py`)."""
+    from .compaction import ChangedMeanwhile
+
     st = _existing(store)
-    rows = _run_rows(st)
-    chosen = selection.picked(rows, runs) if runs is not None else rows
-    return compact_store(st, [r["run_id"] for r in chosen])
+    for attempt in range(COMPACT_ATTEMPTS):
+        rows = _run_rows(st)
+        chosen = [r["run_id"] for r in (selection.picked(rows, runs) if runs is not None else rows)]
+        try:
+            return compact_store(st, chosen)
+        except StoreError as e:
+            # a run removed or replaced by another process while packing: pack the runs there now
+            if attempt == COMPACT_ATTEMPTS - 1 or not (isinstance(e, ChangedMeanwhile) or not all(map(st.has_run, chosen))):
+                raise
+    raise AssertionError("unreachable")
+
+
+COMPACT_ATTEMPTS = 3
 
 
 def _existing(store: str | os.PathLike | None) -> Store:

@@ -25,6 +25,10 @@ REPORT_CHUNK = 128  # runs per pass when computing the per-run reports' rows for
 _AGAIN = "A run may have been removed or replaced meanwhile: run `traceduck compact` again"
 
 
+class ChangedMeanwhile(StoreError):
+    """A run being packed was replaced (ingest --force) while `compact` ran."""
+
+
 @dataclass
 class CompactResult:
     pack_id: str | None  # None: nothing to pack
@@ -63,7 +67,7 @@ def compact(store: Store, run_ids: list[str]) -> CompactResult:
                 raise StoreError(f"cannot summarize the runs of {store.path} ({first_line(str(e))})", _AGAIN) from None
         _write_report_rows(store, runs, tmp, order)
         if {r: data_stamp(store, r) for r in runs} != members:
-            raise StoreError(f"runs of {store.path} were replaced or removed while packing", "Run `traceduck compact` again")
+            raise ChangedMeanwhile(f"runs of {store.path} were replaced or removed while packing", "Run `traceduck compact` again")
         (tmp / MANIFEST).write_text(json.dumps({"runs": members, "summaries": key}))
         write_checksums(tmp, skip=frozenset({CHECKSUMS}))
         size = sum(f.stat().st_size for f in tmp.iterdir())
