@@ -232,7 +232,24 @@ def flows(doc, rng):
                                                                         {"External id": "x", "correlation": 10**30}])})
 
 
-STRUCTURAL: list[Callable] = [drop_events, duplicate_events, shuffle_events, drop_key, drop_top_key, wrong_type,
+def odd_metadata(doc, rng):
+    """Top-level metadata of odd values: the base time, schema version, distributed info, device
+    properties (huge, negative, non-finite, of another type)."""
+    for _ in range(rng.randint(1, 3)):
+        key = rng.choice(["baseTimeNanoseconds", "schemaVersion", "distributedInfo", "deviceProperties", "traceName",
+                          "displayTimeUnit"])
+        value = rng.choice(NUMBER_VALUES + ["1", None, [], {}, {"rank": rng.choice(NUMBER_VALUES + ["0"])},
+                                            {"backend": "nccl", "rank": 1, "world_size": rng.choice(NUMBER_VALUES)},
+                                            [{"id": rng.choice(NUMBER_VALUES), "totalGlobalMem": rng.choice(NUMBER_VALUES)}]])
+        if key == "deviceProperties" and isinstance(doc.get(key), list) and doc[key] and rng.random() < 0.5:
+            entry = doc[key][0]
+            if isinstance(entry, dict) and entry:
+                entry[rng.choice(list(entry))] = rng.choice(NUMBER_VALUES + ["x"])
+                continue
+        doc[key] = value
+
+
+STRUCTURAL: list[Callable] = [odd_metadata, odd_metadata, drop_events, duplicate_events, shuffle_events, drop_key, drop_top_key, wrong_type,
                               wrong_type, odd_numbers, odd_phase, odd_strings, deep_nesting, non_objects, odd_top,
                               flows]
 
