@@ -49,7 +49,7 @@ def main(role: str, store: str, deadline: float, seed: int, spec_file: str, log_
 
 def ingest(record: dict, store: str, spec: dict, rng: random.Random, tag: str) -> None:
     path = rng.choice(sorted(spec["traces"]))
-    force = rng.random() < 0.3
+    force = rng.random() < 0.1
     record.update(op="ingest --force" if force else "ingest", run=spec["traces"][path])
     traceduck.ingest(path, store=store, jobs=1, force=force, labels={"soak": tag})
 

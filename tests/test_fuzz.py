@@ -28,13 +28,22 @@ from traceduck.errors import InputError, TraceduckError
 from traceduck.viewfile import view_file
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from conftest import SAMPLES, run_report  # noqa: E402
+from conftest import SAMPLES, SHARED_TRACES, run_report  # noqa: E402
 from fuzz import inputs  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 REGRESSIONS = ROOT / "tests" / "data" / "fuzz"
-SEEDS = sorted(SAMPLES.glob("*.json.gz")) + sorted((ROOT / "tests" / "data" / "seeds").glob("*.json.gz"))
-COUNT = int(os.environ.get("TRACEDUCK_FUZZ_COUNT", "200"))  # inputs test_fuzz tries (CI)
+# The project's own traces, and small shared ones of other shapes (distributed, AMD, MTIA, SGLang,
+# integers beyond int64) where the shared directory is present (as in CI).
+SHARED_SEEDS = ["public/AMD-AGI__TraceLens/tests/traces/inference/sglang_decode/sglang_Qwen3-8B_decode.json.gz",
+                "public/facebookresearch__HolisticTraceAnalysis/tests/data/large_integer_trace/"
+                "rank-70.Mar_25_20_48_12.2861.pt.trace.json.gz",
+                "public/facebookresearch__HolisticTraceAnalysis/tests/data/trace_filter/sampled_rank-1.json.gz",
+                "public/facebookresearch__HolisticTraceAnalysis/tests/data/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz",
+                "public/facebookresearch__HolisticTraceAnalysis/tests/data/mtia_inference_trace/mtia_inference_rank_0.json.gz"]
+SEEDS = (sorted(SAMPLES.glob("*.json.gz")) + sorted((ROOT / "tests" / "data" / "seeds").glob("*.json.gz"))
+         + [SHARED_TRACES / f for f in SHARED_SEEDS if (SHARED_TRACES / f).is_file()])
+COUNT = int(os.environ.get("TRACEDUCK_FUZZ_COUNT", "300"))  # inputs test_fuzz tries (CI)
 SEED = int(os.environ.get("TRACEDUCK_FUZZ_SEED", "36"))
 JOB = {"job": "fuzz"}  # every run is labelled one job, so that the reports pairing a job's ranks cover them all at once
 BATCH = 50  # inputs ingested into one store, whose reports then run over all of their runs at once

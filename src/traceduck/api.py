@@ -493,12 +493,16 @@ def compact(runs: str | Iterable[str] | None = None, store: str | os.PathLike | 
     for attempt in range(COMPACT_ATTEMPTS):
         rows = _run_rows(st)
         chosen = [r["run_id"] for r in (selection.picked(rows, runs) if runs is not None else rows)]
+        stamps = st.run_stamps(chosen)
         try:
             return compact_store(st, chosen)
         except StoreError as e:
             # a run removed or replaced by another process while packing: pack the runs there now
-            if attempt == COMPACT_ATTEMPTS - 1 or not (isinstance(e, ChangedMeanwhile) or not all(map(st.has_run, chosen))):
+            if not isinstance(e, ChangedMeanwhile) and st.run_stamps(chosen) == stamps:
                 raise
+            if attempt == COMPACT_ATTEMPTS - 1:
+                raise ChangedMeanwhile(f"runs of {st.path} were replaced or removed while packing, "
+                                       f"{COMPACT_ATTEMPTS} times", "Run `traceduck compact` again") from None
     raise AssertionError("unreachable")
 
 
