@@ -64,7 +64,7 @@ def _allowed(record: dict, removed: set[str]) -> bool:
             and (short_id(run) in record["error"] or run in record["error"]))
 
 
-@pytest.mark.slow
+@pytest.mark.slow  # 90 s (75 s of soak)
 def test_soak(tmp_path):
     traces = _traces(tmp_path)
     reference = tmp_path / "reference"

@@ -26,7 +26,7 @@ _AGAIN = "A run may have been removed or replaced meanwhile: run `traceduck comp
 
 
 class ChangedMeanwhile(StoreError):
-    """A run being packed was replaced (ingest --force) while `compact` ran."""
+    """Runs being packed were removed or replaced (ingest --force) while `compact` ran, on each of its tries."""
 
 
 @dataclass

@@ -40,8 +40,8 @@ _READ_ONLY = f'on database "{ALIAS}" which is attached in read-only mode'
 
 
 class LostFileError(QueryError):
-    """A query on a cursor pointed at fixed runs failed because one of them was removed (or replaced)
-    while it ran: the caller lists the runs again (see reports.ReportQuery); `run_id` is the run."""
+    """A run that a query or report was reading was removed while it ran (a report over every run
+    runs again over the runs there then; over runs asked for, this error names the run: `run_id`)."""
 
     def __init__(self, message: str, hint: str = "", run_id: str = "") -> None:
         super().__init__(message, hint)
