@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from decimal import Decimal
 
 import pytest
@@ -79,3 +80,40 @@ def test_integer_microseconds_up_to_the_int64_limit(tmp_path, store):
         ("over", None, 1000),
     ]
     assert result.warnings["ts beyond the int64 nanosecond range (kept in extra)"] == 1
+
+
+def test_an_end_beyond_int64_keeps_dur_in_extra(tmp_path, store):
+    """ts and dur that each fit int64 nanoseconds but whose sum, the event's end, does not: dur is
+    kept in extra (for export) and counted, so that no view or report overflows (found by the fuzzer)."""
+    path = tmp_path / "ends.json"
+    path.write_text('{"traceEvents": ['
+                    '{"ph": "X", "cat": "cpu_op", "name": "ok", "pid": 1, "tid": 1, "ts": 1796524658386697, "dur": 7},'
+                    '{"ph": "X", "cat": "cpu_op", "name": "far", "pid": 1, "tid": 2, "ts": 1796524658386697, "dur": 9007199254740993},'
+                    '{"ph": "X", "cat": "cpu_op", "name": "low", "pid": 1, "tid": 3, "ts": -9007199254740993, "dur": -1796524658386697}'
+                    ']}')
+    result = traceduck.ingest(path, store=store)[0]
+    assert _times(store, "ends") == [("ok", 1796524658386697000, 7000), ("far", 1796524658386697000, None),
+                                     ("low", -9007199254740993000, None)]
+    assert result.warnings["dur whose end (ts + dur) is beyond the int64 nanosecond range (kept in extra)"] == 2
+    with traceduck.open(store) as db:
+        for name in ("overview", "top-ops", "idle", "critical-path"):
+            db.report(name).fetchall()
+
+
+def test_a_base_time_that_puts_times_beyond_int64_is_ignored(tmp_path, store):
+    """baseTimeNanoseconds near the int64 limit, with events whose ts + base would wrap: times stay
+    relative (base_time_ns 0) with a warning, and reports answer (found by the fuzzer)."""
+    path = tmp_path / "base.json"
+    path.write_text('{"baseTimeNanoseconds": 9223372036854775000, "traceEvents": ['
+                    '{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 5.5, "dur": 7},'
+                    '{"ph": "X", "cat": "cpu_op", "name": "b", "pid": 1, "tid": 1, "ts": 100, "dur": 1}]}')
+    result = traceduck.ingest(path, store=store)[0]
+    assert _times(store, "base") == [("a", 5500, 7000), ("b", 100000, 1000)]
+    assert result.warnings["baseTimeNanoseconds that puts times beyond the int64 nanosecond range (ignored)"] == 1
+    with traceduck.open(store) as db:
+        assert db.sql("SELECT base_time_ns, start_ns, end_ns FROM runs").fetchall() == [(0, 5500, 101000)]
+        for name in ("overview", "top-ops", "steps"):
+            db.report(name).fetchall()
+    out = tmp_path / "out.json"
+    traceduck.export("base", out, store=store)
+    assert [e["ts"] for e in json.loads(out.read_text())["traceEvents"]] == [5.5, 100]

@@ -490,10 +490,26 @@ def compact(runs: str | Iterable[str] | None = None, store: str | os.PathLike | 
     which queries read instead of one file per run: for stores of many runs (every rank of a job).
     The runs stay as they are; a later change to a packed run (rm, ingest --force) makes queries
     read its own files again. Returns what was packed (see `packs.py`)."""
+    from .compaction import ChangedMeanwhile
+
     st = _to_change(store)
-    rows = _run_rows(st)
-    chosen = selection.picked(rows, runs) if runs is not None else rows
-    return compact_store(st, [r["run_id"] for r in chosen])
+    for attempt in range(COMPACT_ATTEMPTS):
+        rows = _run_rows(st)
+        chosen = [r["run_id"] for r in (selection.picked(rows, runs) if runs is not None else rows)]
+        stamps = st.run_stamps(chosen)
+        try:
+            return compact_store(st, chosen)
+        except StoreError as e:
+            # a run removed or replaced by another process while packing: pack the runs there now
+            if not isinstance(e, ChangedMeanwhile) and st.run_stamps(chosen) == stamps:
+                raise
+            if attempt == COMPACT_ATTEMPTS - 1:
+                raise ChangedMeanwhile(f"runs of {st.path} were replaced or removed while packing, "
+                                       f"{COMPACT_ATTEMPTS} times", "Run `traceduck compact` again") from None
+    raise AssertionError("unreachable")
+
+
+COMPACT_ATTEMPTS = 3
 
 
 def _to_change(store: str | os.PathLike | None) -> Store:

@@ -26,6 +26,10 @@ REPORT_CHUNK = 128  # runs per pass when computing the per-run reports' rows for
 _AGAIN = "A run may have been removed or replaced meanwhile: run `traceduck compact` again"
 
 
+class ChangedMeanwhile(StoreError):
+    """Runs being packed were removed or replaced (ingest --force) while `compact` ran, on each of its tries."""
+
+
 @dataclass
 class CompactResult:
     pack_id: str | None  # None: nothing to pack
@@ -94,7 +98,7 @@ def _write_pack(store: Store, runs: list[str], members: dict, key: str, tmp: Pat
             raise _failed(store, "cannot summarize the runs", e) from None
     _write_report_rows(store, runs, tmp, order)
     if {r: data_stamp(store, r) for r in runs} != members:
-        raise StoreError(f"runs of {store.path} were replaced or removed while packing", "Run `traceduck compact` again")
+        raise ChangedMeanwhile(f"runs of {store.path} were replaced or removed while packing", "Run `traceduck compact` again")
     (tmp / MANIFEST).write_text(json.dumps({"runs": members, "summaries": key}))
     write_checksums(tmp, skip=frozenset({CHECKSUMS}))
     packs_dir(store).mkdir(exist_ok=True)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import shlex
 import shutil
 import threading
@@ -25,7 +26,7 @@ import duckdb
 
 from . import packs, session
 from .catalog import Macro, documented_relations, macros, reference_tables, schema_stamp, tables
-from .errors import RunSelectionError, StoreError, with_suggestion
+from .errors import QueryError, RunSelectionError, StoreError, with_suggestion
 from .results import Stream, query_error, stream
 from .integrity import damaged_file_error
 from .runs_table import LOST_FILE_RETRIES, RunsRows, stamps_key
@@ -36,6 +37,15 @@ from .viewfile import (ALIAS, EMPTY_DIR, SEED, VIEWS_FILE, comments, private_vie
 
 T = TypeVar("T")
 _READ_ONLY = f'on database "{ALIAS}" which is attached in read-only mode'
+
+
+class LostFileError(QueryError):
+    """A run that a query or report was reading was removed while it ran (a report over every run
+    runs again over the runs there then; over runs asked for, this error names the run: `run_id`)."""
+
+    def __init__(self, message: str, hint: str = "", run_id: str = "") -> None:
+        super().__init__(message, hint)
+        self.run_id = run_id
 
 
 class Engine:
@@ -231,6 +241,13 @@ class Engine:
             return str(self.store.runs_dir) in str(e) or str(packs.packs_dir(self.store)) in str(e)
         return type(e) is duckdb.Error
 
+    def _gone_run(self, e: Exception) -> str | None:
+        """The run whose file a failed query could not read, when that run is no longer published."""
+        if not self._lost_file(e):
+            return None
+        m = re.search(re.escape(str(self.store.runs_dir) + os.sep) + r"([0-9a-f]+)" + re.escape(os.sep), str(e))
+        return m.group(1) if m and not self.store.has_run(m.group(1)) else None
+
     def retrying(self, run: Callable[[], T], refresh: bool = False, query: str | None = None) -> T:
         """run(); again (over a fresh list of runs when `refresh`) while a run's file turns out
         gone mid-replace; any other DuckDB error becomes QueryError (saying where in `query` a
@@ -245,6 +262,10 @@ class Engine:
                 if _READ_ONLY in str(e) and self._own_references():  # a session changing a reference table
                     continue
                 if attempt >= LOST_FILE_RETRIES or not self._lost_file(e):
+                    gone = self._gone_run(e)
+                    if gone is not None:
+                        raise LostFileError(f"run {short_id(gone)} was removed while the query ran",
+                                            "`traceduck runs` lists the runs", gone) from None
                     raise (damaged_file_error(self.store, e) or query_error(e, query)) from None
             attempt += 1
             time.sleep(0.01 * attempt)

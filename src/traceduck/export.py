@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 from .engine import Engine
 from .errors import ExportError, InputError
 from .folded import write_folded
-from .store import Store, short_id
+from .store import Store, read_row_file, short_id
 from .units import NS_PER
 
 _BATCH = 65536
@@ -397,7 +397,7 @@ def _counter(series: str, pid, pid_is_text: bool, ts: int, value: float, arg: st
 
 
 def _run_row(store: Store, run_id: str) -> dict:
-    return pq.read_table(store.run_dir(run_id) / "runs.parquet").to_pylist()[0]
+    return read_row_file(store.run_dir(run_id) / "runs.parquet").to_pylist()[0]
 
 
 def export_run(store: Store, run_id: str, out: str | os.PathLike, redact: bool = False,

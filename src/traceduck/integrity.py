@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from . import packs
-from .store import CHECKSUMS, Store, short_id, verify_checksums
+from .store import CHECKSUMS, Store, read_row_file, short_id, verify_checksums
 
 
 @dataclass
@@ -31,14 +31,12 @@ class CheckResult:
 
 def check(store: Store) -> CheckResult:
     """Verify every run and pack of the store; see the module's docstring."""
-    import pyarrow.parquet as pq
-
     result = CheckResult()
     for run_id in store.run_ids():
         directory = store.run_dir(run_id)
         name = None
         try:
-            name = pq.read_table(directory / "runs.parquet").to_pylist()[0].get("name")
+            name = read_row_file(directory / "runs.parquet").to_pylist()[0].get("name")
         except FileNotFoundError:
             continue  # removed meanwhile
         except Exception as e:  # noqa: BLE001 - any way the file fails to read is damage
@@ -88,9 +86,7 @@ def damaged_file_error(store: Store, e: BaseException):
         name = None
         if kind == "run":
             try:
-                import pyarrow.parquet as pq
-
-                name = pq.read_table(store.run_dir(ident) / "runs.parquet").to_pylist()[0].get("name")
+                name = read_row_file(store.run_dir(ident) / "runs.parquet").to_pylist()[0].get("name")
             except Exception:  # noqa: BLE001 - the name is a courtesy
                 pass
         problem = re.sub(r"\s*'?" + re.escape(m.group(0)) + r"'?", "", _first_line(e)).rstrip(" :")

@@ -13,19 +13,22 @@ default parameters, reads its rows from the packs, where `traceduck compact` wro
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import duckdb
 
 from . import selection
 from .catalog import Column, Report, get_report, parse_params
-from .engine import Engine
+from .engine import Engine, LostFileError
 from .errors import QueryError, RunSelectionError
 from .jobs import require_one_job
 from .render import LINE_SEPARATOR, RowShape, is_nested_type, json_object_sql, shaped_sql
 from .results import Stream
+from .runs_table import LOST_FILE_RETRIES
 from .sqltext import first_line, literal, quoted
+from .store import short_id
 
 RUN_COLUMNS = ("run_id", "run_name")
 _LAST = 9223372036854775807  # the position of rows of no listed run: last
@@ -72,6 +75,8 @@ class ReportQuery:
     dropped: list[str]  # run_id/run_name columns left out: a single run is covered
     limit: int | None  # rows per run
     packed: bool  # its rows are read from the packs
+    renew: Callable[[], ReportQuery] | None = None  # the same report over the runs published now
+    selected: bool = False  # runs were asked for (else: every run)
     columns: list[Column] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -122,18 +127,51 @@ class ReportQuery:
             raise QueryError(f"report {self.report.name} failed: {first_line(str(e))}") from None
 
     def fetch(self) -> tuple[list[str], list[tuple]]:
-        """(columns, rows) of the relation."""
-        rel = self.relation()
-        try:
-            return list(rel.columns), rel.fetchall()
-        except duckdb.Error as e:
-            raise QueryError(f"report {self.report.name} failed: {first_line(str(e))}") from None
+        """(columns, rows) of the relation; over the runs published now when a run it covered was
+        removed or replaced while it ran (see `_again`)."""
+        for attempt in range(LOST_FILE_RETRIES + 1):
+            try:
+                rel = self.cursor.sql(self.sql(self.limit), params=self._bound())
+                return list(rel.columns), rel.fetchall()
+            except duckdb.Error as e:
+                if attempt == LOST_FILE_RETRIES or not self.engine._lost_file(e):
+                    gone = self.engine._gone_run(e)
+                    if gone is not None:
+                        raise LostFileError(f"run {short_id(gone)} was removed while report {self.report.name} ran",
+                                            "`traceduck runs` lists the runs", gone) from None
+                    raise QueryError(f"report {self.report.name} failed: {first_line(str(e))}") from None
+                self._again(attempt, self.engine._gone_run(e))
+        raise AssertionError("unreachable")
+
+    def _again(self, attempt: int, gone: str | None) -> None:
+        """After a run's file vanished under the query: a run asked for that is gone is an error
+        naming it; else the report is made again over the runs published now (a removed run left
+        out, a replaced one read anew)."""
+        if gone is not None and self.selected and gone in self.run_ids:
+            raise LostFileError(f"run {short_id(gone)} was removed while report {self.report.name} ran",
+                                "`traceduck runs` lists the runs", gone)
+        time.sleep(0.01 * (attempt + 1))
+        if self.renew is None:
+            return
+        fresh = self.renew()
+        self.cursor.close()
+        self.__dict__.update(fresh.__dict__)
 
     def stream(self, shape: RowShape = RowShape()) -> Stream:
         """The rows in batches of Python rows, in `shape`: memory holds one batch, whatever the
         report's size. With json_rows, where a pack holds the rows' JSON text (all rows, default
         parameters), each value is a chunk of rows' texts joined as json output joins them, as UTF-8
         bytes."""
+        for attempt in range(LOST_FILE_RETRIES + 1):
+            try:
+                return self._stream(shape)
+            except LostFileError as e:
+                if attempt == LOST_FILE_RETRIES:
+                    raise
+                self._again(attempt, e.run_id)
+        raise AssertionError("unreachable")
+
+    def _stream(self, shape: RowShape) -> Stream:
         names = [c.name for c in self.columns]
         nested = [is_nested_type(c.type) for c in self.columns]
         if shape.json_rows and self.packed and self.limit is None and has_json_text(self.report):
@@ -222,7 +260,8 @@ def query(engine: Engine, name: str, runs: list[str] | None = None, params: list
     except BaseException:
         cur.close()
         raise
-    return ReportQuery(report, cur, engine, bound, run_ids, dropped, limit, bool(packed))
+    return ReportQuery(report, cur, engine, bound, run_ids, dropped, limit, bool(packed),
+                       renew=lambda: query(engine, name, runs, params, limit, keep), selected=bool(runs))
 
 
 def _cover(cur: duckdb.DuckDBPyConnection, run_ids: list[str]) -> None:

@@ -137,6 +137,16 @@ def parquet_writer(path: Path | str, schema):
             yield writer
 
 
+def read_row_file(path: Path | str, columns: list[str] | None = None):
+    """A run's runs.parquet as an Arrow table, read through one open file: `label` and `rename`
+    rename a new one over it at any moment, and `pq.read_table(path)` opens the path more than once
+    (the footer of one file with the pages of the other fail as a damaged file)."""
+    import pyarrow.parquet as pq
+
+    with open(path, "rb") as f:
+        return pq.read_table(f, columns=columns)
+
+
 CHECKSUMS = "checksums.json"  # beside a run's or a pack's files: what `traceduck check` verifies
 MUTABLE_FILES = frozenset({"runs.parquet", CHECKSUMS})  # rewritten in place (label, rename): read, not summed
 
@@ -390,22 +400,18 @@ class Store:
 
     def run_row(self, run_id: str) -> dict:
         """A run's row of the runs table, read from its runs.parquet."""
-        import pyarrow.parquet as pq
-
         try:
-            return pq.read_table(self.run_dir(run_id) / "runs.parquet").to_pylist()[0]
+            return read_row_file(self.run_dir(run_id) / "runs.parquet").to_pylist()[0]
         except FileNotFoundError:
             raise StoreError(f"no run {run_id} in {self.path}", "`traceduck runs` lists the runs") from None
 
     def run_rows(self, columns: list[str]) -> list[dict]:
         """These columns of every published run's row, read from the Parquet files (no DuckDB);
         a run removed meanwhile is left out."""
-        import pyarrow.parquet as pq
-
         rows = []
         for run_id in self.run_ids():
             try:
-                rows += pq.read_table(self.run_dir(run_id) / "runs.parquet", columns=columns).to_pylist()
+                rows += read_row_file(self.run_dir(run_id) / "runs.parquet", columns=columns).to_pylist()
             except FileNotFoundError:
                 continue
         return rows
@@ -415,12 +421,11 @@ class Store:
         runs.parquet is written under tmp/ and renamed over the old one: a reader sees the old
         row or the new one, and the run's other tables never change."""
         import pyarrow as pa
-        import pyarrow.parquet as pq
 
         with self.writing(), self.locked():
             path = self.run_dir(run_id) / "runs.parquet"
             try:
-                old = pq.read_table(path)
+                old = read_row_file(path)
             except FileNotFoundError:
                 raise StoreError(f"no run {run_id} in {self.path}", "`traceduck runs` lists the runs") from None
             row = change(old.to_pylist()[0])

@@ -38,6 +38,10 @@ _INT64_MIN = -(1 << 63)
 _INT64_MAX = (1 << 63) - 1
 # Integer microseconds (older exporters) whose nanoseconds fit int64.
 _INT_US_LIMIT = _INT64_MAX // 1000
+# The fast paths take integer ts and dur below half that, so that ts + dur (an event's end, which
+# the views compute) fits int64 too; larger ones go through `_careful`, which checks the sum.
+_FAST_INT_US_LIMIT = _INT_US_LIMIT // 2
+END_BEYOND = "dur whose end (ts + dur) is beyond the int64 nanosecond range (kept in extra)"
 PART_COMPRESSION = "none"  # parts are read once, right away
 _PART_IPC = pa.ipc.IpcWriteOptions(compression="lz4")
 BIG_INT = "integer beyond int64 (kept as text)"
@@ -277,7 +281,7 @@ class ChunkConverter:
         core = CORE_KEYS
         flow_keys = _FLOW_KEYS
         lim = _EXACT_FLOAT_LIMIT
-        ilim = _INT_US_LIMIT
+        ilim = _FAST_INT_US_LIMIT
         # `start + n` is the event index of item n (the items before `begin` are done)
         start = len(ev["phase"]) - begin
         for n, e in enumerate(items if begin == 0 else islice(items, begin, None), begin):
@@ -390,6 +394,12 @@ class ChunkConverter:
                 extra[key] = _plain(v)
             elif ns is None and key in e:
                 extra = self._odd(extra, key, v)
+            if key == "dur" and ns is not None and ev["ts_ns"][-1] is not None \
+                    and not _INT64_MIN <= ev["ts_ns"][-1] + ns <= _INT64_MAX:
+                ns = None  # the views compute the event's end, ts + dur: it must fit int64 as well
+                self.warnings[END_BEYOND] += 1
+                extra = extra if extra is not None else {}
+                extra[key] = _plain(v)
             ev[column].append(ns)
         a = e.get("args")
         if a.__class__ is dict:
@@ -822,8 +832,8 @@ def convert_typed(text: bytes, chunk: int) -> ChunkConverter | None:
     conv = ChunkConverter(chunk, exact=False)
     n = len(events)
     ev = conv.ev
-    ts = _ns_column([e.ts for e in events], (_EXACT_FLOAT_LIMIT, _INT_US_LIMIT))
-    dur = _ns_column([e.dur for e in events], (_EXACT_FLOAT_LIMIT, _INT_US_LIMIT))
+    ts = _ns_column([e.ts for e in events], (_EXACT_FLOAT_LIMIT, _FAST_INT_US_LIMIT))
+    dur = _ns_column([e.dur for e in events], (_EXACT_FLOAT_LIMIT, _FAST_INT_US_LIMIT))
     if ts is None or dur is None:
         return None
     ev["ts_ns"], ev["dur_ns"] = ts, dur

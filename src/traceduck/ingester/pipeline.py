@@ -48,6 +48,7 @@ NO_EVENTS = "traceEvents holds no events"
 # Slices on one track that overlap without nesting: a warning of the run (its count also in
 # runs.overlap_count), common in real traces
 OVERLAPS = "partially overlapping event pairs"
+BASE_BEYOND = "baseTimeNanoseconds that puts times beyond the int64 nanosecond range (ignored)"
 # Positions of skipped traceEvents items listed in the warning's key, at most.
 LISTED_POSITIONS = 20
 
@@ -418,6 +419,9 @@ def _merge(path: Path, tmp: Path, parts: Path, layout: TraceLayout, results: lis
             which = "the one item of traceEvents is not" if items == 1 else f"none of the {items:,} items of traceEvents is"
             raise NotATrace(path, f"{which} an event; {EVENT_LIKE}", f"{NotATrace.HINT} of events")
         warnings.update(found)
+        if base_ns and not _fits_with_base(con, parts, base_ns):
+            warnings[BASE_BEYOND] += 1  # times stay relative (base_time_ns 0), never wrap
+            base_ns = 0
         windows = _step_windows(con, parts, base_ns, step_marker)
         reader = con.sql(
             f"""SELECT hash(coalesce(c.is_device, false), x.pid, x.tid) AS track,
@@ -574,6 +578,15 @@ def _masked(values: np.ndarray, missing: np.ndarray, typ: pa.DataType) -> pa.Arr
     return pa.array(values.astype(typ.to_pandas_dtype(), copy=False), typ, mask=missing)
 
 
+def _fits_with_base(con: duckdb.DuckDBPyConnection, parts: Path, base_ns: int) -> bool:
+    """Whether every event's start and end (ts + dur, which the views compute) stay within int64
+    nanoseconds once the trace's base time is added (each fits without it: see convert.py)."""
+    lo, hi = con.execute(
+        f"""SELECT min(ts_ns::HUGEINT + least(coalesce(dur_ns, 0), 0)), max(ts_ns::HUGEINT + greatest(coalesce(dur_ns, 0), 0))
+            FROM read_parquet('{_q(str(parts / "events-*.parquet"))}')""").fetchone()
+    return lo is None or (-(1 << 63) <= lo + base_ns and hi + base_ns < (1 << 63))
+
+
 def _step_windows(con: duckdb.DuckDBPyConnection, parts: Path, base_ns: int, marker: str | None
                   ) -> dict[str, np.ndarray]:
     """The run's step windows, by start (see steps.py): the annotations of `marker`, else of the
@@ -718,7 +731,7 @@ def _write_run_row(tmp: Path, path: Path, run_id: str, name: str, labels: dict[s
         "event_count": [count],
         "rank": [rank],
         "world_size": [world],
-        "base_time_ns": [_int_or_none(meta.get("baseTimeNanoseconds")) or 0],
+        "base_time_ns": [0 if BASE_BEYOND in warnings else _int_or_none(meta.get("baseTimeNanoseconds")) or 0],
         "start_ns": [start],
         "end_ns": [end],
         "trace_format": [layout.trace_format],
