@@ -513,11 +513,11 @@ def _union_by_name(tree, where: str):
 
 
 def _format_readable_decimal_size(n):
-    """DuckDB's formatReadableDecimalSize(n): '512 bytes', '1 byte', else one decimal truncated in
+    """DuckDB's formatReadableDecimalSize(n): '512 bytes', '1 byte' (and '-1 byte'), else one decimal truncated in
     1000-based units ('1.9 kB' for 1999, '-1.5 kB', '3000.0 PB')."""
     from sqlglot import exp
 
-    template = ("CASE WHEN __n IS NULL THEN NULL WHEN __n = 1 THEN '1 byte' WHEN ABS(__n) < 1000 THEN CAST(__n AS STRING) || ' bytes' "
+    template = ("CASE WHEN __n IS NULL THEN NULL WHEN ABS(__n) = 1 THEN CAST(__n AS STRING) || ' byte' WHEN ABS(__n) < 1000 THEN CAST(__n AS STRING) || ' bytes' "
                 + " ".join(f"WHEN ABS(__n) < {1000 ** (k + 1)} THEN {{f{k}}}" for k in range(1, 5))
                 + " ELSE {f5} END")
     units = {1: "kB", 2: "MB", 3: "GB", 4: "TB", 5: "PB"}
