@@ -315,8 +315,8 @@ def test_ordered_lists_come_in_duckdbs_order(spark, db, views):
 
 @pytest.mark.slow
 def test_duckdb_only_constructs_rewritten_for_spark_give_duckdbs_values(spark):
-    """formatReadableDecimalSize as a CASE, UNION BY NAME aligned by name, list_position and the
-    1-based index of a lambda: the translation run by Spark gives what DuckDB gives."""
+    """formatReadableDecimalSize as a CASE, UNION BY NAME aligned by name, list_position, the 1-based
+    index of a lambda and len() of a list: the translation run by Spark gives what DuckDB gives."""
     import duckdb
 
     from traceduck.spark import to_spark_sql
@@ -328,7 +328,8 @@ def test_duckdb_only_constructs_rewritten_for_spark_give_duckdbs_values(spark):
         "SELECT * FROM (SELECT 1 AS a, 'x' AS b UNION ALL BY NAME SELECT 'y' AS b, 2 AS c"
         " UNION ALL BY NAME SELECT 3 AS c) ORDER BY a NULLS LAST, c",
         "SELECT list_filter(l, lambda d, i: d IS NOT NULL AND list_position(l, d) = i) AS firsts,"
-        " list_transform(l, lambda d, i: i) AS at, list_position(l, 'z') AS absent"
+        " list_transform(l, lambda d, i: i) AS at, list_position(l, 'z') AS absent,"
+        " len(string_split('a < b < c', ' < ')) AS parts"
         " FROM (SELECT ['a', 'b', 'a', NULL, 'c', 'b'] AS l)",
     ]
     con = duckdb.connect()

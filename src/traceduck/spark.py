@@ -353,6 +353,9 @@ def _spark_fixes(tree, where: str):
             return _first_of(node.this, node.expression)
         if isinstance(node, (exp.First, exp.Last)) and isinstance(node.this, exp.Order):
             return _first_of(node, None)
+        # len(list) counts elements in DuckDB; Spark's length() is a string's: size() for a list made here
+        if isinstance(node, exp.Length) and isinstance(node.this, (exp.Split, exp.RegexpSplit, exp.Array)):
+            return exp.Anonymous(this="SIZE", expressions=[node.this.copy()])
         if isinstance(node, exp.Anonymous) and node.name.lower() == "formatreadabledecimalsize":
             return _format_readable_decimal_size(node.expressions[0])
         # list_position: NULL when absent in DuckDB, 0 in Spark
