@@ -520,7 +520,8 @@ def _format_readable_decimal_size(n):
     1000-based units ('1.9 kB' for 1999, '-1.5 kB', '3000.0 PB')."""
     from sqlglot import exp
 
-    template = ("CASE WHEN __n IS NULL THEN NULL WHEN ABS(__n) = 1 THEN CAST(__n AS STRING) || ' byte' WHEN ABS(__n) < 1000 THEN CAST(__n AS STRING) || ' bytes' "
+    template = ("CASE WHEN __n IS NULL THEN NULL WHEN ABS(__n) = 1 THEN CAST(__n AS STRING) || ' byte' "
+                "WHEN ABS(__n) < 1000 THEN CAST(__n AS STRING) || ' bytes' "
                 + " ".join(f"WHEN ABS(__n) < {1000 ** (k + 1)} THEN {{f{k}}}" for k in range(1, 5))
                 + " ELSE {f5} END")
     units = {1: "kB", 2: "MB", 3: "GB", 4: "TB", 5: "PB"}
