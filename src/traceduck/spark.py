@@ -353,8 +353,17 @@ def _spark_fixes(tree, where: str):
             return _first_of(node.this, node.expression)
         if isinstance(node, (exp.First, exp.Last)) and isinstance(node.this, exp.Order):
             return _first_of(node, None)
-        if isinstance(node, exp.Union) and node.args.get("by_name"):
-            raise NotPortableError(f"{where}: Spark SQL has no UNION BY NAME")
+        # len(list) counts elements in DuckDB; Spark's length() is a string's: size() for a list made here
+        if isinstance(node, exp.Length) and isinstance(node.this, (exp.Split, exp.RegexpSplit, exp.Array)):
+            return exp.Anonymous(this="SIZE", expressions=[node.this.copy()])
+        if isinstance(node, exp.Anonymous) and node.name.lower() == "formatreadabledecimalsize":
+            return _format_readable_decimal_size(node.expressions[0])
+        # list_position: NULL when absent in DuckDB, 0 in Spark
+        if isinstance(node, exp.Anonymous) and node.name.lower() in ("list_position", "list_indexof", "array_position"):
+            return exp.Nullif(this=exp.Anonymous(this="ARRAY_POSITION", expressions=[e.copy() for e in node.expressions]),
+                              expression=exp.Literal.number(0))
+        if isinstance(node, (exp.ArrayFilter, exp.Transform)):
+            return _shift_index_lambda(node)
         return node
 
     return tree.transform(fix)
@@ -414,6 +423,143 @@ def _first_of(agg, where_clause):
     return exp.Anonymous(this="TRY_ELEMENT_AT", expressions=[listed, index])
 
 
+@lru_cache(maxsize=1)
+def _duckdb_catalog():
+    """An in-memory DuckDB with the store's tables (empty), the reference tables and every view and macro
+    of sql/views: to learn the columns of a query of sql/ (DESCRIBE) without a store."""
+    import duckdb
+
+    from . import viewfile
+
+    con = duckdb.connect()
+    for rel in tables().values():
+        con.execute(rel.body.replace(f"CREATE TABLE {rel.name}", f"CREATE TABLE __empty_{rel.name}", 1))
+    viewfile.define(con, lambda table: f"SELECT * FROM __empty_{table}")
+    con.execute("CREATE TEMP TABLE report_runs (run_id VARCHAR)")
+    return con
+
+
+def _columns(query, where: str) -> list[str]:
+    """The output column names of a query of a DuckDB AST, with the CTEs around it in scope, as
+    DuckDB's DESCRIBE gives them (parameters bound to NULL)."""
+    import duckdb
+    from sqlglot import exp
+
+    ctes = []
+    node = query
+    while node is not None:
+        w = node.args.get(_with_key()) if node is not query else None
+        if w is not None:
+            ctes = [c.copy() for c in w.expressions] + ctes
+        node = node.parent
+    body = exp.select("*").from_(exp.Subquery(this=query.copy(), alias=exp.TableAlias(this=exp.to_identifier("__d"))))
+    if ctes:
+        body.set(_with_key(), exp.With(expressions=ctes, recursive=any(
+            a.args.get(_with_key()) is not None and a.args[_with_key()].args.get("recursive") for a in _ancestors(query))))
+    body = body.transform(lambda n: exp.Null() if isinstance(n, (exp.Placeholder, exp.Parameter)) else n)
+    try:
+        return [row[0] for row in _duckdb_catalog().execute(f"DESCRIBE {body.sql(dialect='duckdb')}").fetchall()]
+    except duckdb.Error as e:
+        raise NotPortableError(f"{where}: cannot find the columns of a UNION BY NAME side ({_first_line(e)})") from None
+
+
+def _with_key() -> str:
+    """The arg of a query that holds its WITH clause (`with_` in newer sqlglot)."""
+    from sqlglot import exp
+
+    return "with_" if "with_" in exp.Select.arg_types else "with"
+
+
+def _ancestors(node):
+    while node is not None:
+        yield node
+        node = node.parent
+
+
+def _union_by_name(tree, where: str):
+    """UNION [ALL] BY NAME (which Spark SQL lacks) as a UNION [ALL] of the sides' columns aligned by name:
+    the first side's columns, then those only later sides have, each side NULL for those it lacks
+    (DuckDB's order of columns). The sides' columns come from DuckDB (DESCRIBE)."""
+    from sqlglot import exp
+
+    def leaves(u, distinct):
+        if isinstance(u, exp.Union) and u.args.get("by_name") and bool(u.args.get("distinct")) == distinct \
+                and not any(u.args.get(k) for k in (_with_key(), "order", "limit", "offset")):
+            return leaves(u.left, distinct) + leaves(u.right, distinct)
+        return [u]
+
+    def fix(node):
+        if not (isinstance(node, exp.Union) and node.args.get("by_name")):
+            return node
+        distinct = bool(node.args.get("distinct"))
+        sides = leaves(node.left, distinct) + leaves(node.right, distinct)
+        names = [_columns(s, where) for s in sides]
+        out: list[str] = []
+        for cols in names:
+            out += [c for c in cols if c.lower() not in {o.lower() for o in out}]
+        aligned = []
+        for i, (side, cols) in enumerate(zip(sides, names)):
+            have = {c.lower() for c in cols}
+            select = exp.select(*[exp.column(c, quoted=True) if c.lower() in have else
+                                  exp.alias_(exp.Null(), c, quoted=True) for c in out])
+            aligned.append(select.from_(exp.Subquery(this=side.copy(),
+                                                     alias=exp.TableAlias(this=exp.to_identifier(f"__by_name_{i}")))))
+        result = aligned[0]
+        for side in aligned[1:]:
+            result = exp.Union(this=result, expression=side, distinct=distinct)
+        for k in (_with_key(), "order", "limit", "offset"):
+            if node.args.get(k) is not None:
+                result.set(k, node.args[k].copy())
+        return result
+
+    return tree.transform(fix)
+
+
+def _format_readable_decimal_size(n):
+    """DuckDB's formatReadableDecimalSize(n): '512 bytes', '1 byte' (and '-1 byte'), else one decimal truncated in
+    1000-based units ('1.9 kB' for 1999, '-1.5 kB', '3000.0 PB')."""
+    from sqlglot import exp
+
+    template = ("CASE WHEN __n IS NULL THEN NULL WHEN ABS(__n) = 1 THEN CAST(__n AS STRING) || ' byte' "
+                "WHEN ABS(__n) < 1000 THEN CAST(__n AS STRING) || ' bytes' "
+                + " ".join(f"WHEN ABS(__n) < {1000 ** (k + 1)} THEN {{f{k}}}" for k in range(1, 5))
+                + " ELSE {f5} END")
+    units = {1: "kB", 2: "MB", 3: "GB", 4: "TB", 5: "PB"}
+    parts = {f"f{k}": f"CONCAT(CAST(CAST(__n AS BIGINT) DIV {1000 ** k} AS STRING), '.', "
+                      f"CAST(ABS(CAST(__n AS BIGINT) % {1000 ** k}) DIV {1000 ** k // 10} AS STRING), ' {u}')"
+             for k, u in units.items()}
+    case = _parse_spark(template.format(**parts))
+    return case.transform(lambda x: exp.Paren(this=n.copy()) if isinstance(x, exp.Column) and x.name == "__n" else x)
+
+
+def _parse_spark(sql: str):
+    import sqlglot
+
+    return sqlglot.parse_one(f"SELECT {sql}", read="spark").expressions[0]
+
+
+def _shift_index_lambda(node):
+    """list_filter(l, lambda x, i: ...) / list_transform: DuckDB counts the index from 1, Spark from 0."""
+    from sqlglot import exp
+
+    lam = node.args.get("expression")
+    if not isinstance(lam, exp.Lambda) or len(lam.expressions) != 2 or lam.args.get("__shifted"):
+        return node
+    index = lam.expressions[1].name
+
+    def shift(n):
+        if isinstance(n, exp.Identifier) and n.name == index and not isinstance(
+                n.parent, (exp.Column, exp.Table, exp.Alias, exp.TableAlias, exp.Dot, exp.Lambda)):
+            return exp.Paren(this=exp.Add(this=n.copy(), expression=exp.Literal.number(1)))
+        return n
+
+    body = lam.this.transform(shift)
+    new = exp.Lambda(this=body, expressions=[e.copy() for e in lam.expressions])
+    new.args["__shifted"] = True
+    node.set("expression", new)
+    return node
+
+
 def to_spark_sql(sql: str, where: str = "query") -> str:
     """DuckDB SQL of sql/ as Spark SQL: macros expanded, then sqlglot's translation, with fixes
     where the two engines differ in meaning. Raises NotPortableError for what has no equivalent."""
@@ -421,6 +567,7 @@ def to_spark_sql(sql: str, where: str = "query") -> str:
 
     try:
         tree = expand_macros(_parse(sql), where)
+        tree = _union_by_name(tree, where)
         tree = _spark_fixes(tree, where)
         return tree.sql(dialect="spark")  # $name parameters become Spark's named parameters :name
     except SqlglotError as e:
