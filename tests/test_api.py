@@ -94,6 +94,7 @@ def test_report_relation_converts_to_polars(store):
     assert dict(zip(frame["name"], frame["calls"])) == op_calls(FIXED)
 
 
+@pytest.mark.slow  # several seconds: new processes or a store built for it
 def test_cli_report_prints_the_api_rows(store):
     with traceduck.open(store) as db:
         rel = db.report("copies-by-call-site", runs="buggy", limit=2)

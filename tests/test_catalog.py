@@ -309,6 +309,7 @@ def test_each_view_file_requires_the_files_it_uses():
     assert all(order.index(r) < order.index(f.name) for f in files for r in f.requires)
 
 
+@pytest.mark.slow  # several seconds: new processes or a store built for it
 def test_a_missing_use_or_requirement_is_caught(tmp_path):
     """The check above on a file that uses cpu_ops without requiring cpu, and one that requires a
     file it does not use; loading fails on a requirement that is no file, and on files that require

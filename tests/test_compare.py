@@ -136,6 +136,7 @@ def test_diff_counts_and_ns_stay_integers(cpu_pair):
             assert r["a_calls_per_step"] == round(a_calls[key] / a_steps, 3)
 
 
+@pytest.mark.slow  # several seconds: new processes or a store built for it
 def test_diff_cli_header_goes_to_stderr_for_json(cpu_pair):
     table = td("diff", "full", "fixed", "--store", cpu_pair, "--limit", "2")
     assert table.returncode == 0 and table.stdout.startswith("A: full ")

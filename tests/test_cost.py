@@ -279,6 +279,7 @@ MI300X_PROPS = {"name": "", "computeMajor": 9, "computeMinor": 4, "numSms": 304,
 MI325X_PROPS = dict(MI300X_PROPS, totalGlobalMem=256 * 2**30)
 
 
+@pytest.mark.slow  # several seconds: new processes or a store built for it
 def test_unnamed_device_identified_from_its_properties(tmp_path):
     """An empty deviceProperties name: compute capability 9.4, 304 CUs and the memory tell MI300X from
     MI325X; properties no row has (96 GiB) identify nothing. The roofline's note says how."""
@@ -307,6 +308,7 @@ def test_unnamed_device_identified_from_its_properties(tmp_path):
             "or --param peak_tflops=N --param peak_tbps=N, or add a row to device_peaks")
 
 
+@pytest.mark.slow  # several seconds: new processes or a store built for it
 def test_device_parameter_picks_the_peaks(generated):
     """--param device names a device_peaks device for the runs, whatever their trace says."""
     db, _, _, _ = generated

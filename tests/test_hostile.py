@@ -237,6 +237,7 @@ def test_long_strings_under_repair_are_linear(tmp_path):
     assert value == "a" * (3 * MB) + "\t"
 
 
+@pytest.mark.slow  # several seconds: new processes or a store built for it
 def test_repair_reads_a_long_string_in_linear_time(tmp_path, monkeypatch):
     """The streaming parser alone, reading 64 KB at a time, where scanning the string again on
     every read shows at a few MB."""

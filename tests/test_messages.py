@@ -138,6 +138,7 @@ def _directory(root: Path) -> Path:
 
 
 @pytest.mark.parametrize("columns", WIDTHS)
+@pytest.mark.slow  # several seconds: new processes or a store built for it
 def test_directory_with_failures_says_what_happened_to_every_file(tmp_path, columns):
     d = _directory(tmp_path)
     store = tmp_path / "store"

@@ -58,6 +58,7 @@ def test_shell_runs_the_duckdb_cli_on_the_catalog(store, tmp_path):
     con.close()
 
 
+@pytest.mark.slow  # several seconds: new processes or a store built for it
 def test_shell_without_the_duckdb_cli_says_how_to_get_one(store, tmp_path):
     empty = tmp_path / "bin"
     empty.mkdir()
