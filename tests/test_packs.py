@@ -251,7 +251,7 @@ def test_per_run_reports_come_from_the_pack_with_their_default_parameters(tmp_pa
     traceduck.ingest([BUGGY, rank0, rank1], store=store)
     names = [name for name, r in all_reports().items() if r.per_run]
     # every report without a job's view of several runs (collectives, overview, ranks)
-    assert set(all_reports()) - set(names) == {"collectives", "overview", "ranks"}
+    assert set(all_reports()) - set(names) == {"collective-skew", "collectives", "overview", "ranks"}
     with traceduck.open(store) as db:
         before = {name: db.report(name).fetchall() for name in names}
         # per run indeed: the rows over all runs are each run's rows on its own, run after run
