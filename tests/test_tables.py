@@ -271,3 +271,12 @@ def test_one_number_format_per_column(shared, columns):
     out = traceduck_cli("report", "copies-by-call-site", "--store", shared, "--run", "full", columns=columns)
     per_step = [r["calls_per_step"] for r in read_table(out, anchor="calls").rows if r.get("calls_per_step")]
     assert len({_decimals(v) for v in per_step}) <= 1, per_step
+
+
+def test_an_empty_table_shows_run_name_not_run_id(samples):
+    """A report without rows draws its header as one with rows would: run_name, not run_id too."""
+    out = traceduck_cli("report", "recompute", "--store", samples, columns=200)
+    head = [_cells(line) for line in out.splitlines() if line.startswith("┃")]
+    columns = ["".join(parts) for parts in zip(*head)]
+    assert columns[:3] == ["run_name", "step", "name"], columns
+    assert "no rows:" in out

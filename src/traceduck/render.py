@@ -422,8 +422,8 @@ def cells_for_people(columns: list[str], rows: list[tuple], view: View
         cols.append(text)
         right.append(is_number)
     keep = list(range(len(columns)))
-    if run_at is not None and "run_name" in columns and rows:
-        # run_name tells the runs apart for people: run_id then only takes width
+    if run_at is not None and "run_name" in columns:
+        # run_name tells the runs apart for people (in a table without rows too): run_id then only takes width
         name_at = columns.index("run_name")
         if len({row[name_at] for row in rows}) == len({row[run_at] for row in rows}) and \
                 all(row[name_at] is not None for row in rows):
