@@ -2,12 +2,16 @@
 before and after `traceduck compact`. Prints a markdown table (BENCHMARKS.md, "Many ranks").
 
     python3 bench/jobs.py --ranks 8 128 1024 [--cache bench/cache/jobs] [--jobs 2] [--every-report]
+                          [--format json table] [--packed-only]
 
 Jobs are written by bench/make_job.py (HTA's two public ranks, copied to N ranks). Each command is
-a new process with `--format json`, as a script would run it; wall time and peak RSS of the
-process tree: once over the runs' own files, best of --repeat after `compact`. Stores are kept in
-the cache and reused (the ingest time of the first run is kept with them). --every-report adds a
-table of every report on the packed stores, against the first store given (best of --repeat).
+a new process with `--format json` (and with each other --format given: `table` as people read
+it), as a script would run it; wall time and peak RSS of the process tree: once over the runs' own
+files, best of --repeat after `compact`. --packed-only leaves out the pass over the runs' own files
+(minutes per report at thousands of ranks) and keeps a pack already there (`compact` then has
+nothing to do). Stores are kept in the cache and reused (the ingest time of the first run is kept
+with them). --every-report adds a table of every report on the packed stores, against the first
+store given (best of --repeat).
 """
 
 from __future__ import annotations
@@ -50,14 +54,18 @@ def prepare(n: int, cache: Path, jobs: int) -> tuple[Path, dict]:
     return store, json.loads(facts.read_text())
 
 
-def latencies(store: Path, repeat: int, commands: list[list[str]] = COMMANDS) -> dict[str, tuple[float, float]]:
+def latencies(store: Path, repeat: int, commands: list[list[str]] = COMMANDS,
+              formats: tuple[str, ...] = ("json",)) -> dict[str, tuple[float, float]]:
+    """Best of `repeat` (wall s, peak RSS MB) of each command in each format, by 'COMMAND' (json) or
+    'COMMAND --format FORMAT'."""
     out = {}
     for cmd in commands:
-        runs = [measure(traceduck(*cmd, "--store", str(store), "--format", "json")) for _ in range(repeat)]
-        wall, rss, code = min(runs)
-        if code:
-            raise SystemExit(f"{' '.join(cmd)} failed on {store}")
-        out[" ".join(cmd)] = (wall, rss)
+        for fmt in formats:
+            runs = [measure(traceduck(*cmd, "--store", str(store), "--format", fmt)) for _ in range(repeat)]
+            wall, rss, code = min(runs)
+            if code:
+                raise SystemExit(f"{' '.join(cmd)} --format {fmt} failed on {store}")
+            out[" ".join(cmd) + ("" if fmt == "json" else f" --format {fmt}")] = (wall, rss)
     return out
 
 
@@ -68,26 +76,32 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=3, help="best of this many runs of each command on the packed store")
     ap.add_argument("--every-report", action="store_true", help="also every report on each packed store")
+    ap.add_argument("--format", nargs="+", choices=["json", "table", "csv"], default=["json"], dest="formats",
+                    help="measure each command with each of these output formats (json first when given)")
+    ap.add_argument("--packed-only", action="store_true",
+                    help="only the packed store: no pass over the runs' own files, a pack already there kept")
     args = ap.parse_args(argv)
+    formats = tuple(sorted(set(args.formats), key=lambda f: (f != "json", f)))
     args.cache.mkdir(parents=True, exist_ok=True)
     rows = []
     for n in args.ranks:
         store, facts = prepare(n, args.cache, args.jobs)
-        shutil.rmtree(store / "packs", ignore_errors=True)
-        per_run = latencies(store, 1)  # the slow case, once
+        if not args.packed_only:
+            shutil.rmtree(store / "packs", ignore_errors=True)
+        per_run = {} if args.packed_only else latencies(store, 1, formats=formats)  # the slow case, once
         started = time.perf_counter()
         subprocess.run(traceduck("compact", "--store", str(store)), check=True, capture_output=True)
         compact_s = time.perf_counter() - started
-        packed = latencies(store, args.repeat)
-        every = latencies(store, args.repeat, [["report", r] for r in REPORTS]) if args.every_report else {}
+        packed = latencies(store, args.repeat, formats=formats)
+        every = latencies(store, args.repeat, [["report", r] for r in REPORTS], formats) if args.every_report else {}
         rows.append((n, facts, compact_s, per_run, packed, every))
         print(f"{n} ranks done", file=sys.stderr, flush=True)
-    print("| ranks | ingest (`--jobs %d`) | store | compact | " % args.jobs
-          + " | ".join(f"`{c}` per-run files / packed" for c in per_run) + " |")
-    print("|---" * (4 + len(per_run)) + "|")
+    heads = [f"`{c}` packed" if args.packed_only else f"`{c}` per-run files / packed" for c in packed]
+    print("| ranks | ingest (`--jobs %d`) | store | compact | " % args.jobs + " | ".join(heads) + " |")
+    print("|---" * (4 + len(heads)) + "|")
     for n, facts, compact_s, per_run, packed, _every in rows:
-        cells = [f"{per_run[c][0]:.2f} s ({per_run[c][1]:.0f} MB) / {packed[c][0]:.2f} s ({packed[c][1]:.0f} MB)"
-                 for c in per_run]
+        cells = [(f"{per_run[c][0]:.2f} s ({per_run[c][1]:.0f} MB) / " if c in per_run else "")
+                 + f"{packed[c][0]:.2f} s ({packed[c][1]:.0f} MB)" for c in packed]
         print(f"| {n:,} | {facts['ingest_s']:.1f} s | {facts['store_bytes'] / 1e6:.1f} MB | {compact_s:.1f} s | "
               + " | ".join(cells) + " |")
     if args.every_report:
@@ -96,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         print("| report | " + " | ".join(f"{n:,} ranks (/ {rows[0][0]:,})" for n, *_ in rows) + " |")
         print("|---" * (1 + len(rows)) + "|")
         for cmd in first:
-            print(f"| `{cmd.split()[1]}` | " + " | ".join(
+            print(f"| `{' '.join(cmd.split()[1:])}` | " + " | ".join(
                 f"{every[cmd][0]:.2f} s ({every[cmd][1]:.0f} MB, {every[cmd][0] / first[cmd][0]:.1f}x)"
                 for *_, every in rows) + " |")
     return 0

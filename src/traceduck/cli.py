@@ -305,8 +305,10 @@ def compact(
 ) -> None:
     """Pack the runs' tables into one Parquet file per table, which queries then read instead of one
     file per run, with the per-run summaries the reports sort or join every event for (GPU time,
-    kernel, op and copy statistics): for stores of hundreds of runs (every rank of a job). The runs
-    stay as they are; removing or replacing a packed run makes queries read its own files again."""
+    kernel, op and copy statistics) and the reports' rows with their default parameters (also of the
+    reports that compare a job's ranks: read when a report covers exactly the packed runs): for
+    stores of hundreds of runs (every rank of a job). The runs stay as they are; removing or
+    replacing a packed run makes queries read its own files again."""
     from .api import compact as compact_runs
 
     started = time.perf_counter()

@@ -1,5 +1,6 @@
-"""`traceduck compact`: write the tables of many runs into one pack, with their summaries and the
-rows of every per-run report (what a pack holds and who reads it: packs.py)."""
+"""`traceduck compact`: write the tables of many runs into one pack, with their summaries, the
+rows of every per-run report and those of the reports that compare a job's ranks (what a pack
+holds and who reads it: packs.py)."""
 
 from __future__ import annotations
 
@@ -15,9 +16,11 @@ import duckdb
 from . import selection
 from .catalog import all_reports, schema_stamp, summaries
 from .engine import Engine
-from .errors import IO_HINT, NO_SPACE_HINT, StoreError
+from .errors import IO_HINT, NO_SPACE_HINT, JobSelectionError, StoreError
+from .jobs import require_one_job
 from .packs import MANIFEST, data_stamp, list_packs, packed_tables, packs_dir, remove, remove_superseded
-from .reports import TEXT_GROUP_BYTES, has_json_text, per_run_rows, report_file, report_text_file, report_text_sql
+from .reports import (JOB_RUNS_FILE, TEXT_GROUP_BYTES, has_json_text, is_job_report, job_report_file, per_run_rows,
+                      report_file, report_text_file, report_text_sql)
 from .sqltext import first_line, literal
 from .store import CHECKSUMS, Store, write_checksums
 from .viewfile import summaries_key
@@ -97,6 +100,7 @@ def _write_pack(store: Store, runs: list[str], members: dict, key: str, tmp: Pat
         except duckdb.Error as e:
             raise _failed(store, "cannot summarize the runs", e) from None
     _write_report_rows(store, runs, tmp, order)
+    _write_job_rows(store, runs, tmp)
     if {r: data_stamp(store, r) for r in runs} != members:
         raise ChangedMeanwhile(f"runs of {store.path} were replaced or removed while packing", "Run `traceduck compact` again")
     (tmp / MANIFEST).write_text(json.dumps({"runs": members, "summaries": key}))
@@ -160,3 +164,31 @@ def _write_report_rows(store: Store, runs: list[str], tmp: Path, order: list[str
                             f"COMPRESSION zstd, ROW_GROUP_SIZE_BYTES {TEXT_GROUP_BYTES})")
     finally:
         con.close()
+
+
+def _write_job_rows(store: Store, runs: list[str], tmp: Path) -> None:
+    """The rows of each report that compares a job's ranks (reports.is_job_report) over all these
+    runs with its default parameters (a report that needs one job: only when they are one), read
+    from the pack being written and its summaries; and the runs' jobs and names as they are now
+    (reports.JOB_RUNS_FILE), which a reader compares with its own before it reads those rows."""
+    held = []
+    with Engine(store, run_ids=runs, pack=tmp) as engine:
+        cur = engine.cursor()
+        try:
+            for name, report in all_reports().items():
+                if not is_job_report(report):
+                    continue
+                if "one_job" in report.requires:
+                    try:
+                        require_one_job(cur, runs, name)
+                    except JobSelectionError:
+                        continue
+                per_run_rows(engine, name).to_parquet(str(tmp / f"{job_report_file(name)}.parquet"))
+                held.append(name)
+            cur.execute(f"COPY (SELECT run_id, run_name, job_id, $held::VARCHAR[] AS reports FROM run_jobs ORDER BY run_id) "
+                        f"TO {literal(str(tmp / (JOB_RUNS_FILE + '.parquet')))} (FORMAT parquet, COMPRESSION zstd)",
+                        {"held": held})
+        except duckdb.Error as e:
+            raise _failed(store, "cannot summarize the runs", e) from None
+        finally:
+            cur.close()

@@ -51,13 +51,15 @@ class LostFileError(QueryError):
 class Engine:
     """A DuckDB connection (`con`) whose views span the store's runs, or only `run_ids`."""
 
-    def __init__(self, store: Store, run_ids: list[str] | None = None, threads: int | None = None) -> None:
+    def __init__(self, store: Store, run_ids: list[str] | None = None, threads: int | None = None,
+                 pack: Path | None = None) -> None:
         if not store.path.is_dir():
             raise StoreError(f"no store at {store.path}", "Run `traceduck ingest TRACE` first, or pass --store")
         for r in run_ids or []:
             store.run_dir(r)  # run ids become paths: hex only
         self.store = store
         self.run_ids = run_ids  # None: every run
+        self._pack = pack  # a pack of exactly run_ids not yet published (compaction.py): read it, summaries too
         self._listed: list[str] | None = None  # the runs whose files the tables read now
         self._current: set[str] = set()  # runs whose files have every column this version reads
         self._mutex = threading.Lock()
@@ -117,6 +119,8 @@ class Engine:
         other runs' own directories; the chosen packs whose summaries are current, and their member
         runs. Chosen once per listing of the store."""
         # a run replaced (ingest --force) has a new runs.parquet, so a new stamp: its packs go stale
+        if self._pack is not None and sorted(runs) == sorted(self.run_ids or []):
+            return [str(self._pack)], [str(self._pack)], sorted(runs)
         key = (tuple(runs), packs.state(self.store), stamps_key({r: self._rows.stamps.get(r) for r in runs}))
         if self._sources is None or self._sources[0] != key:
             chosen, left = packs.choose(self.store, runs) if key[1] is not None else ([], runs)

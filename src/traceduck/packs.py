@@ -3,6 +3,7 @@ This module is their layout and who reads which; compaction.py writes them.
 
     STORE/packs/<pack_id>/<table>.parquet   the rows of every member run, in run_id order
     STORE/packs/<pack_id>/<summary>.parquet the rows of a summary of sql/views over the member runs
+    STORE/packs/<pack_id>/[job-]report-<name>[.json].parquet  the rows of a report (see below)
     STORE/packs/<pack_id>/members.json      {"runs": {run_id: [inode, mtime_ns, size] of its events.parquet},
                                              "summaries": the key of what they were computed with}
 
@@ -22,8 +23,12 @@ A pack also holds summaries, computed once when it is written: the rows of views
 sort or join over every event (the views tagged `@summary` in sql/views, see catalog.py: the sweep
 of `gpu_time`, kernel, launch, copy and op statistics), and each per-run report's rows with its
 default parameters (`report-<name>.parquet`, see reports.py) and those rows as the JSON text json
-output prints (`report-<name>.json.parquet`, reports.report_text_sql). Readers take a summary's
-rows from the packs whose summaries key is this version's (viewfile.summaries_key: the views, the
+output prints (`report-<name>.json.parquet`, reports.report_text_sql); and the rows of each report
+that compares a job's ranks over all member runs (`job-report-<name>.parquet`, reports.is_job_report)
+with the runs' jobs and names then (`job-runs.parquet`), read only where the runs a report covers are
+the chosen packs' runs, each job in one pack and grouped and named as then (reports.job_rows_held).
+Readers take a summary's rows
+from the packs whose summaries key is this version's (viewfile.summaries_key: the views, the
 reference data and the reports), in a session that has not changed a reference table, and compute
 the rest: a summary is never read stale either.
 """

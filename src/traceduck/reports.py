@@ -8,7 +8,9 @@ selections (selection.in_order), each run's rows in the report's own order.
 
 A per-run report (`-- per-run: true`) over runs that the chosen packs all summarize, with its
 default parameters, reads its rows from the packs, where `traceduck compact` wrote them
-(per_run_rows, report_text_sql; see packs.py).
+(per_run_rows, report_text_sql; see packs.py). So does a report that compares the ranks of a job
+(is_job_report: overview, ranks, collectives, collective-skew) when the runs it covers are whole
+jobs of the packs, grouped into the same jobs and named as when packed (job_rows_held).
 """
 
 from __future__ import annotations
@@ -51,6 +53,39 @@ def report_file(name: str) -> str:
     return f"report-{name}"
 
 
+def job_report_file(name: str) -> str:
+    """The file of a pack that holds a job report's rows over the pack's runs (see is_job_report)."""
+    return f"job-report-{name}"
+
+
+# The file of a pack that lists its runs as they were grouped into jobs and named when packed, with
+# the job reports whose rows it holds (run_id, run_name, job_id, reports).
+JOB_RUNS_FILE = "job-runs"
+
+
+def is_job_report(report: Report) -> bool:
+    """A report whose rows for a run depend on the other selected runs of its job (not per-run), with
+    the run's columns first: a pack holds its rows over the pack's runs."""
+    names = [c.name for c in report.columns]
+    return not report.per_run and tuple(names[:len(RUN_COLUMNS)]) == RUN_COLUMNS
+
+
+def job_rows_held(cur: duckdb.DuckDBPyConnection, name: str) -> bool:
+    """Whether the packs' rows of job report `name` are its rows over the runs of `cur` (report_runs,
+    every one of them summarized): each run's pack holds the report's rows, the run is in the job
+    and has the name it had when packed, and no job of the runs spans two packs (so each job's runs
+    are the same as when its pack computed the rows)."""
+    files = f"summary_files({literal(JOB_RUNS_FILE)})"
+    return bool(cur.execute(
+        f"WITH held AS (SELECT *, parse_dirpath(filename) AS pack FROM read_parquet({files}, filename = true)) "
+        "SELECT (SELECT count(*) FROM held) = (SELECT count(*) FROM report_runs) "
+        "AND (SELECT count(*) FROM held h JOIN run_jobs j USING (run_id) WHERE h.run_name = j.run_name "
+        "     AND h.job_id = j.job_id AND list_contains(h.reports, $name) "
+        "     AND h.run_id IN (SELECT run_id FROM report_runs)) = (SELECT count(*) FROM report_runs) "
+        "AND NOT EXISTS (SELECT job_id FROM held GROUP BY job_id HAVING count(DISTINCT pack) > 1)",
+        {"name": name}).fetchall()[0][0])
+
+
 def report_text_file(name: str) -> str:
     """The file of a pack that holds a per-run report's rows as JSON text (see report_text_sql)."""
     return f"report-{name}.json"
@@ -75,6 +110,7 @@ class ReportQuery:
     dropped: list[str]  # run_id/run_name columns left out: a single run is covered
     limit: int | None  # rows per run
     packed: bool  # its rows are read from the packs
+    rows_file: str = ""  # the packs' file of its rows (report_file or job_report_file), when packed
     renew: Callable[[], ReportQuery] | None = None  # the same report over the runs published now
     selected: bool = False  # runs were asked for (else: every run)
     columns: list[Column] = field(init=False)
@@ -103,7 +139,7 @@ class ReportQuery:
     def _packed_sql(self, limit: int | None, run_rows: bool) -> str:
         """The rows from the packs' files (see compaction.py), in the order of report_run_order, each
         run's rows in the report's."""
-        files = f"summary_files({literal(report_file(self.report.name))})"
+        files = f"summary_files({literal(self.rows_file)})"
         columns = ", ".join("r.name AS run_name" if c.name == "run_name" else
                             f"CAST(s.{quoted(c.name)} AS {c.type}) AS {quoted(c.name)}" for c in self.columns)
         keep = "" if limit is None else f"AND s.__pos <= {int(limit)}"
@@ -251,16 +287,19 @@ def query(engine: Engine, name: str, runs: list[str] | None = None, params: list
         if "one_job" in report.requires:
             require_one_job(cur, run_ids, name)
         _cover(cur, run_ids)
-        packed = (report.per_run and not other_runs and bool(run_ids)
+        packed = (not other_runs and bool(run_ids)
                   and all(bound.get(p.name, p.default) == p.default for p in report.params)
                   and cur.execute("SELECT all_runs_summarized()").fetchall()[0][0])
+        rows_file = report_file(name) if report.per_run else job_report_file(name)
+        if packed and not report.per_run:
+            packed = is_job_report(report) and job_rows_held(cur, name)
     except duckdb.Error as e:
         cur.close()
         raise QueryError(f"report {name} failed: {first_line(str(e))}") from None
     except BaseException:
         cur.close()
         raise
-    return ReportQuery(report, cur, engine, bound, run_ids, dropped, limit, bool(packed),
+    return ReportQuery(report, cur, engine, bound, run_ids, dropped, limit, bool(packed), rows_file,
                        renew=lambda: query(engine, name, runs, params, limit, keep), selected=bool(runs))
 
 
@@ -291,9 +330,9 @@ def _resolve_run_params(runs: list[dict], report: Report, values: dict[str, obje
 
 
 def per_run_rows(engine: Engine, name: str) -> duckdb.DuckDBPyRelation:
-    """A per-run report's rows over every run of `engine` with its default parameters, each with its
+    """A report's rows over every run of `engine` with its default parameters, each with its
     position within its run (__pos) and without run_name (names change), on a cursor of its own:
-    what `traceduck compact` writes into a pack (report_file)."""
+    what `traceduck compact` writes into a pack (report_file; job_report_file for a job report)."""
     report = get_report(name)
     bound = {k: v for k, v in parse_params(report, []).items() if f"${k}" in report.sql}
     cur = engine.cursor()

@@ -41,8 +41,8 @@ SEED = "seed"  # the view file's schema of the reference tables (see engine.py)
 RUNS_ROWS = "_runs_rows"  # the connection's own table behind the view file's `runs` (see runs_table.py)
 _CACHE_LAYOUT = "10"  # part of the key: change it when what the view file holds changes (10: macros commented)
 # part of the summaries' key: change it when what a pack's summaries hold changes (3: summaries named
-# after their view, see catalog.Summary)
-_SUMMARIES_LAYOUT = "3"
+# after their view, see catalog.Summary; 4: the rows of the reports that compare a job's ranks)
+_SUMMARIES_LAYOUT = "4"
 
 
 def comments(rel: Relation, kind: str) -> list[str]:

@@ -1,0 +1,193 @@
+"""The rows of the reports that compare a job's ranks (overview, ranks, collectives, collective-skew)
+kept in a pack by `traceduck compact`: read for whole jobs of the pack, grouped and named as when
+packed, with default parameters; computed otherwise; the output the same byte for byte either way.
+And a job whose ranks come over time (ingest some, compact, ingest the rest, compact) answers as
+one ingest of all its ranks."""
+
+from __future__ import annotations
+
+import os
+import sys
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+import traceduck
+from conftest import ROOT, SAMPLES, load_json, shared_dir, union_length
+from test_crash import run_id_of
+from test_packs import cli
+
+JOB_REPORTS = ["overview", "ranks", "collectives", "collective-skew"]
+FORMATS = ["json", "csv", "table"]
+
+
+def make_job(out: Path, ranks: int) -> list[Path]:
+    """A job of `ranks` ranks made by bench/make_job.py from HTA's two public ranks."""
+    shared_dir()
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        from make_job import TEMPLATES, write_job
+    finally:
+        sys.path.pop(0)
+    write_job(out, ranks, TEMPLATES)
+    return [out / f"rank-{r}.json.gz" for r in range(ranks)]
+
+
+def ns(v) -> int:
+    return int(Decimal(str(v)) * 1000)
+
+
+def gpu_busy_ns(path: Path) -> int:
+    """GPU busy time of a trace by plain json: the union of its kernels, memcpys and memsets per
+    device, summed over devices."""
+    by_device: dict = {}
+    for e in load_json(path)["traceEvents"]:
+        if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"):
+            by_device.setdefault(e["args"].get("device", e["pid"]), []).append((ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])))
+    return sum(union_length(ivs) for ivs in by_device.values())
+
+
+def outputs(capsys, store: Path, selections: list[list[str]]) -> dict:
+    """Every job report in every format over each selection: (exit code, stdout, stderr)."""
+    out = {}
+    for sel in selections:
+        args = [a for name in sel for a in ("--run", name)]
+        for report in JOB_REPORTS:
+            for fmt in FORMATS:
+                out[(tuple(sel), report, fmt)] = cli(capsys, "report", report, "--store", store, "--format", fmt,
+                                                     "--wide", *args) if fmt == "table" else \
+                    cli(capsys, "report", report, "--store", store, "--format", fmt, *args)
+    return out
+
+
+def packed(store: Path, report: str, runs: list[str] | None = None, params: list[str] | None = None) -> bool:
+    with traceduck.open(store) as db:
+        query = db.report_query(report, runs=runs, params=params)
+        try:
+            return query.packed
+        finally:
+            query.close()
+
+
+@pytest.mark.slow  # 100 s on two busy cores
+def test_job_reports_come_from_the_pack_for_whole_jobs(tmp_path, capsys):
+    import duckdb
+
+    from traceduck.reports import JOB_RUNS_FILE, job_report_file
+
+    ranks = make_job(tmp_path / "job", 4)
+    store = tmp_path / "store"
+    traceduck.ingest([*ranks, SAMPLES / "buggy.json.gz", SAMPLES / "fixed.json.gz"], store=store)
+    job = [f"rank-{r}" for r in range(4)]
+    selections = [[], job, job[:2], ["buggy"]]
+    before = outputs(capsys, store, selections)
+    # the store is two runs and a job: the reports of one job refuse it, the others answer
+    assert before[((), "ranks", "json")][0] == 1 and "needs the runs of one job" in before[((), "ranks", "json")][2]
+    assert before[(tuple(job), "ranks", "json")][0] == 0
+
+    traceduck.compact(store=store)
+    (pack,) = os.listdir(store / "packs")
+    pack_dir = store / "packs" / pack
+    # read from the pack over the runs it holds, with default parameters; a selection that leaves
+    # some of its runs out reads the runs' own files (the pack is not read), so computes
+    for report in ("overview", "collectives"):
+        assert packed(store, report), report
+        assert not packed(store, report, job) and not packed(store, report, ["buggy"])
+    # a pack of several jobs keeps no rows of the reports that need one job
+    assert not (pack_dir / f"{job_report_file('ranks')}.parquet").exists()
+    # the output is the same, byte for byte, in every format
+    assert outputs(capsys, store, selections) == before
+
+    # a pack of one job keeps them all, read for that job
+    traceduck.compact(job, store=store)
+    (one,) = [p for p in os.listdir(store / "packs") if p != pack]
+    assert {f"{job_report_file(r)}.parquet" for r in JOB_REPORTS} <= set(os.listdir(store / "packs" / one))
+    for report in JOB_REPORTS:
+        assert packed(store, report, job), report
+        assert not packed(store, report, job[:3])
+    assert not packed(store, "collective-skew", job, params=["collective=allreduce"])  # not its default
+    assert packed(store, "overview")  # every run: the pack of all of them
+    assert outputs(capsys, store, selections) == before
+
+    # independent of both: one rank row per rank, each with its GPU busy time by plain json
+    with traceduck.open(store) as db:
+        rel = db.report("ranks", runs=job)
+        rows = [dict(zip(rel.columns, r)) for r in rel.fetchall()]
+    rank_rows = [r for r in rows if r["section"] == "rank"]
+    assert [(r["rank"], r["item"]) for r in rank_rows] == [(r, f"rank-{r}") for r in range(4)]
+    assert [r["gpu_busy_ns"] for r in rank_rows] == [gpu_busy_ns(p) for p in ranks]
+
+    # the rows are the pack's: a changed file shows
+    rows_file = store / "packs" / one / f"{job_report_file('ranks')}.parquet"
+    duckdb.execute(f"COPY (SELECT * REPLACE (collective_wait_ns + 1000 AS collective_wait_ns) FROM '{rows_file}') "
+                   f"TO '{rows_file}.new' (FORMAT parquet)")
+    os.replace(f"{rows_file}.new", rows_file)
+    with traceduck.open(store) as db:
+        changed = db.report("ranks", runs=job).fetchall()
+        at = list(db.report("ranks", runs=job).columns).index("collective_wait_ns")
+        assert changed == [r[:at] + (r[at] + 1000,) + r[at + 1:] for r in map(tuple, (row.values() for row in rows))]
+        # a session that changes a reference table computes with its tables
+        db.sql("DELETE FROM op_categories WHERE false")
+        assert db.report("ranks", runs=job).fetchall() == [tuple(r.values()) for r in rows]
+
+    # a run renamed, or a job label that regroups the runs: computed, with the new name and job
+    traceduck.rename(run_id_of(ranks[1]), "renamed", store=store)
+    assert not packed(store, "ranks", [j if j != "rank-1" else "renamed" for j in job])
+    with traceduck.open(store) as db:
+        after = db.report("ranks", runs=[j if j != "rank-1" else "renamed" for j in job]).fetchall()
+        name_at = list(db.report("ranks", runs=job[:1] + ["renamed"] + job[2:]).columns).index("run_name")
+    assert [r[name_at] for r in after if r[2] == "rank"] == ["rank-0", "renamed", "rank-2", "rank-3"]
+    assert [r[:name_at] + r[name_at + 1:] for r in after if r[2] != "rank"] == \
+        [r[:name_at] + r[name_at + 1:] for r in map(tuple, (row.values() for row in rows)) if r[2] != "rank"]
+    traceduck.rename(run_id_of(ranks[1]), "rank-1", store=store)
+    assert packed(store, "ranks", job)
+    traceduck.label([run_id_of(p) for p in ranks[:2]], {"job": "half"}, store=store)
+    assert not packed(store, "overview", job[:2]) and not packed(store, "overview", job)
+    # the runs' job list stored with the pack: the job of each run as when packed
+    held = duckdb.execute(f"SELECT run_id, job_id FROM '{store / 'packs' / one / (JOB_RUNS_FILE + '.parquet')}'").fetchall()
+    assert sorted(r for r, _ in held) == sorted(run_id_of(p) for p in ranks) and len({j for _, j in held}) == 1
+
+
+def report_json(capsys, store: Path) -> dict[str, str]:
+    """Every report's JSON over every run (its error, for the reports that need one job), and `runs`
+    without ingested_at (when it was ingested)."""
+    import json
+
+    from traceduck.catalog import all_reports
+
+    out = {name: cli(capsys, "report", name, "--store", store, "--format", "json") for name in sorted(all_reports())}
+    code, text, err = cli(capsys, "runs", "--store", store, "--format", "json")
+    out["runs"] = (code, [{k: v for k, v in r.items() if k != "ingested_at"} for r in json.loads(text)], err)
+    return out
+
+
+@pytest.mark.slow  # 200 s on two busy cores
+def test_ranks_added_over_time_answer_as_one_ingest(tmp_path, capsys):
+    ranks = make_job(tmp_path / "job", 6)
+    once, over_time = tmp_path / "once", tmp_path / "over-time"
+    traceduck.ingest(ranks, store=once)
+    traceduck.compact(store=once)
+    expected = report_json(capsys, once)
+    assert all(code == 0 for code, _out, _err in expected.values())
+    # key numbers by plain json: six ranks, each with its GPU busy time
+    import json
+
+    rank_rows = [r for r in json.loads(expected["ranks"][1]) if r["section"] == "rank"]
+    assert [r["rank"] for r in rank_rows] == list(range(6))
+    assert [r["gpu_busy_ns"] for r in rank_rows] == [gpu_busy_ns(p) for p in ranks]
+    assert len(expected["runs"][1]) == 6
+
+    traceduck.ingest(ranks[:4], store=over_time)
+    traceduck.compact(store=over_time)
+    traceduck.ingest(ranks[4:], store=over_time)
+    assert report_json(capsys, over_time) == expected  # a pack of four ranks, two runs' own files
+    assert not packed(over_time, "overview")
+    traceduck.compact([run_id_of(p) for p in ranks[4:]], store=over_time)
+    assert len(os.listdir(over_time / "packs")) == 2  # the job in two packs: its ranks compared anew
+    assert not packed(over_time, "overview") and not packed(over_time, "ranks")
+    assert report_json(capsys, over_time) == expected
+    traceduck.compact(store=over_time)
+    (pack,) = os.listdir(over_time / "packs")  # the packs of four and two are superseded
+    assert packed(over_time, "overview") and packed(over_time, "ranks")
+    assert report_json(capsys, over_time) == expected
