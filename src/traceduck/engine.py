@@ -85,6 +85,11 @@ class Engine:
         self.con.execute(f"ATTACH {literal(str(directory / VIEWS_FILE))} AS {ALIAS} (READ_ONLY)")
         return directory
 
+    @property
+    def references_changed(self) -> bool:
+        """Whether this connection changed a reference table: no summary or kept rows apply then."""
+        return self._own_refs
+
     def _search_path(self) -> str:
         return ",".join(["memory.main", f"{ALIAS}.main", f"{ALIAS}.{SEED}"])
 
