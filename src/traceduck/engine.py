@@ -25,7 +25,7 @@ from typing import TypeVar
 import duckdb
 
 from . import packs, session
-from .catalog import Macro, documented_relations, macros, reference_tables, schema_stamp, tables
+from .catalog import Macro, documented_relations, macros, parse_with, reference_tables, schema_stamp, tables
 from .errors import QueryError, RunSelectionError, StoreError, with_suggestion
 from .results import Stream, query_error, stream
 from .integrity import damaged_file_error
@@ -67,6 +67,7 @@ class Engine:
         self._packs_state: int | None = None  # packs.state() when the tables were last pointed
         self._private: Path | None = None  # a view file of this connection's own (a store it cannot write)
         self.con = duckdb.connect()
+        parse_with(self.con.cursor())
         if threads:
             self.con.execute(f"SET threads = {int(threads)}")
         self._dir = self._attach(view_file())

@@ -268,7 +268,7 @@ def query(engine: Engine, name: str, runs: list[str] | None = None, params: list
     # with runs selected, only their files are read: those of runs named by parameters too
     cur = engine.cursor(list(dict.fromkeys(run_ids + other_runs)) if runs else None)
     try:
-        if "one_job" in report.requires:
+        if "one_job" in report.requires and len(run_ids) > 1:  # one run is one job, each rank once
             require_one_job(cur, run_ids, name)
         _cover(cur, run_ids)
         defaults = (not other_runs and bool(run_ids) and (report.per_run or len(run_ids) == 1)
