@@ -248,3 +248,18 @@ def test_a_failed_write_never_fails_the_report(samples_store, tmp_path, syscall)
     assert (got.returncode, got.stderr, out.read_text()) == (0, "", computed)
     assert kept_files(samples_store) == []
     assert not list((samples_store / "runs").glob(f"*/{kept.DERIVED_DIR}/*/.tmp-*"))
+
+
+def test_rows_of_a_run_removed_meanwhile_never_make_its_directory_again(samples_store):
+    """A report that found its run's rows missing and computed them writes nothing once the run is
+    gone (`rm` moved its directory away): the run's directory is not made again."""
+    from traceduck.store import Store
+
+    store = Store(samples_store)
+    buggy = run_id_of(BUGGY)
+    where = kept.directory(store, buggy)
+    shutil.rmtree(samples_store / "runs" / buggy)
+    con = duckdb.connect()
+    assert not kept.write(con, where, "top-ops", "SELECT 1 AS x")
+    assert not (samples_store / "runs" / buggy).exists()
+    assert kept.directory(store, buggy) is None

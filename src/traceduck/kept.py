@@ -92,10 +92,13 @@ def write(cur: duckdb.DuckDBPyConnection, where: str | None, name: str, rows_sql
     they could not be written (the store read-only or full, an I/O error): nothing is left then."""
     if where is None:
         return False
-    try:
-        os.makedirs(where, exist_ok=True)
-    except OSError:
-        return False
+    for d in (os.path.dirname(where), where):  # never the run's directory: a removed run stays removed
+        try:
+            os.mkdir(d)
+        except FileExistsError:
+            pass
+        except OSError:
+            return False
     tmp = os.path.join(where, f"{_TMP}{uuid.uuid4().hex}{_SUFFIX}")
     try:
         cur.execute(f"COPY ({rows_sql}) TO {literal(tmp)} (FORMAT parquet, COMPRESSION zstd)")

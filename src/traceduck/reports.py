@@ -317,7 +317,7 @@ def _keep(engine: Engine, report: Report, run_ids: list[str], bound: dict[str, o
     order = "" if report.per_run else (f", row_number() OVER (ORDER BY coalesce(o.position, {_LAST}), r.__row) AS __ord")
     try:
         cur = engine.cursor(run_ids)
-    except duckdb.Error:
+    except Exception:  # noqa: BLE001 - best effort: the report is then computed as before, its errors its own
         return False
     try:
         _cover(cur, run_ids)
@@ -331,7 +331,7 @@ def _keep(engine: Engine, report: Report, run_ids: list[str], bound: dict[str, o
                         else "FROM __kept ORDER BY __ord")
             written = kept.write(cur, where[r], report.name, rows_sql, variants[r]) and written
         return written
-    except duckdb.Error:
+    except Exception:  # noqa: BLE001 - as above
         return False
     finally:
         cur.close()
