@@ -52,7 +52,7 @@ def main() -> None:
     clear()
     for name in sys.argv[3:] or list(all_reports()):
         with traceduck.open(store) as db:
-            db.report_query("top-ops", limit=1).fetch()  # the store opened, the views bound
+            db.sql("SELECT count(*) FROM events").fetchall()  # the store opened (a report here would keep its rows)
             write = kept.write
             kept.write = lambda *a, **k: False
             t = time.perf_counter()
