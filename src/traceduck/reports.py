@@ -303,7 +303,9 @@ def _kept_files(engine: Engine, report: Report, run_ids: list[str], bound: dict[
     if missing:
         if not _keep(engine, report, missing, bound, variants, where):
             return None
-        found.update({r: kept.find(where[r], report.name, variants[r]) for r in missing})
+        # found again, every run: the computation took a while, and a run replaced or removed
+        # meanwhile took its files along (a replaced one has new files, whose rows are not kept)
+        found = {r: kept.find(kept.directory(store, r), report.name, variants[r]) for r in run_ids}
     files = [found[r] for r in run_ids]
     return None if None in files else files  # type: ignore[return-value]
 
