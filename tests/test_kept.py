@@ -79,7 +79,7 @@ def test_some_reports_on_the_samples_answer_the_same_computed_and_kept(samples_s
     assert read == 3 * 2 + 2  # per-run reports over every run and over the one; job reports over the one
 
 
-@pytest.mark.slow  # 2 min
+@pytest.mark.slow  # minutes: about 1,000 report commands
 def test_every_report_on_the_samples_answers_the_same_computed_and_kept(samples_store, capsys, monkeypatch):
     with traceduck.open(samples_store) as db:
         runs = [r["name"] for r in db.runs()]
@@ -90,7 +90,7 @@ def test_every_report_on_the_samples_answers_the_same_computed_and_kept(samples_
     assert {p.parent.parent.parent.name for p in kept_files(samples_store)} == {run_id_of(p) for p in SAMPLES.glob("*.json.gz")}
 
 
-@pytest.mark.slow  # 60 s
+@pytest.mark.slow  # minutes: about 1,600 report commands
 def test_every_report_on_shared_traces_answers_the_same_computed_and_kept(tmp_path, capsys, monkeypatch):
     d = shared_dir()
     traces = [*hta_ranks(), d / "public/pytorch__kineto/tb_plugin/samples/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz",
