@@ -59,7 +59,8 @@ def traceduck_cmd() -> list[str]:
 
 
 def report_latencies(store: Path) -> list[tuple[str, float, int]]:
-    """Warm latency of every report (best of three runs after a first one, in one process), in seconds."""
+    """Warm latency of every report (best of three runs after a first one, in one process), in seconds.
+    The first one keeps each report's rows beside the run (kept.py): the three after it read them."""
     code = (
         "import json, sys, time, traceduck\n"
         "from traceduck.catalog import all_reports\n"

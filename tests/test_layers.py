@@ -21,7 +21,7 @@ LAYERS = [
      "ingester.nesting"],
     ["ingester.steps"],
     ["viewfile", "ingester.pipeline", "integrity"],
-    ["runs_table", "ingester"],
+    ["runs_table", "kept", "ingester"],
     ["engine"],
     ["reports", "diff", "folded", "catalog_file"],
     ["export", "compaction", "shell"],

@@ -178,10 +178,29 @@ SUMMARY_TAG = "@summary"
 _TAGS = ("@column", "@columns-as", "@arg", SUMMARY_TAG)
 
 
+_PARSER: list[duckdb.DuckDBPyConnection] = []  # a connection to split statements with (parse_with)
+
+
+def parse_with(con: duckdb.DuckDBPyConnection | None) -> None:
+    """Split SQL text with `con` (None: DuckDB's default connection): an engine lends a cursor of its
+    own, so that a command never pays for the default connection's database (about as much as
+    `duckdb.connect()`) only to split the text of sql/tables.sql."""
+    _PARSER[:] = [con] if con is not None else []
+
+
+def _split(text: str) -> list:
+    for con in list(_PARSER):
+        try:
+            return con.extract_statements(text)
+        except duckdb.ConnectionException:  # closed meanwhile
+            break
+    return duckdb.extract_statements(text)
+
+
 def statements(text: str) -> list[Statement]:
     """The CREATE statements of a SQL file, as DuckDB splits them, each with its comment block."""
     out = []
-    for st in duckdb.extract_statements(text):
+    for st in _split(text):
         lines = st.query.splitlines()
         start = next((i for i, line in enumerate(lines) if line.strip() and not line.strip().startswith("--")), None)
         if start is None or not lines[start].strip().upper().startswith("CREATE"):

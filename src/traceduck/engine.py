@@ -25,7 +25,7 @@ from typing import TypeVar
 import duckdb
 
 from . import packs, session
-from .catalog import Macro, documented_relations, macros, reference_tables, schema_stamp, tables
+from .catalog import Macro, documented_relations, macros, parse_with, reference_tables, schema_stamp, tables
 from .errors import QueryError, RunSelectionError, StoreError, with_suggestion
 from .results import Stream, query_error, stream
 from .integrity import damaged_file_error
@@ -69,6 +69,7 @@ class Engine:
         self._packs_state: int | None = None  # packs.state() when the tables were last pointed
         self._private: Path | None = None  # a view file of this connection's own (a store it cannot write)
         self.con = duckdb.connect()
+        parse_with(self.con.cursor())
         if threads:
             self.con.execute(f"SET threads = {int(threads)}")
         self._dir = self._attach(view_file())
@@ -86,6 +87,11 @@ class Engine:
         self._private = directory = private_view_file()
         self.con.execute(f"ATTACH {literal(str(directory / VIEWS_FILE))} AS {ALIAS} (READ_ONLY)")
         return directory
+
+    @property
+    def references_changed(self) -> bool:
+        """Whether this connection changed a reference table: no summary or kept rows apply then."""
+        return self._own_refs
 
     def _search_path(self) -> str:
         return ",".join(["memory.main", f"{ALIAS}.main", f"{ALIAS}.{SEED}"])

@@ -11,6 +11,11 @@ default parameters, reads its rows from the packs, where `traceduck compact` wro
 (per_run_rows, report_text_sql; see packs.py). So does a report that compares the ranks of a job
 (is_job_report: overview, ranks, collectives, collective-skew) when the runs it covers are whole
 jobs of the packs, grouped into the same jobs and named as when packed (job_rows_held).
+
+Over runs that no pack summarizes, a report with its default parameters (a `--limit` only cuts
+them) keeps each run's rows beside the run on first use and reads them on later calls (kept.py): a
+per-run report for any runs, a report that compares a job's ranks for a selection of one run. The check costs a directory listing and a digest per run:
+the report's view stack is not planned when every run's rows are kept.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from dataclasses import dataclass, field
 
 import duckdb
 
-from . import selection
+from . import kept, selection
 from .catalog import Column, Report, get_report, parse_params
 from .engine import Engine, LostFileError
 from .errors import QueryError, RunSelectionError
@@ -111,6 +116,7 @@ class ReportQuery:
     limit: int | None  # rows per run
     packed: bool  # its rows are read from the packs
     rows_file: str = ""  # the packs' file of its rows (report_file or job_report_file), when packed
+    kept_files: list[str] | None = None  # the files its rows are read from, kept beside its runs (kept.py)
     renew: Callable[[], ReportQuery] | None = None  # the same report over the runs published now
     selected: bool = False  # runs were asked for (else: every run)
     columns: list[Column] = field(init=False)
@@ -123,6 +129,8 @@ class ReportQuery:
         each run's number of rows before the limit (only with a run_id column)."""
         if self.packed:
             return self._packed_sql(limit, run_rows)
+        if self.kept_files is not None:
+            return self._kept_sql(limit, run_rows)
         sql = self.report.query
         if "run_id" not in [c.name for c in self.report.columns]:
             if self.dropped:
@@ -136,10 +144,10 @@ class ReportQuery:
                 f"LEFT JOIN report_run_order o ON o.run_id = r.run_id {per_run} "
                 f"ORDER BY coalesce(o.position, {_LAST}), r.__row")
 
-    def _packed_sql(self, limit: int | None, run_rows: bool) -> str:
-        """The rows from the packs' files (see compaction.py), in the order of report_run_order, each
-        run's rows in the report's."""
-        files = f"summary_files({literal(self.rows_file)})"
+    def _packed_sql(self, limit: int | None, run_rows: bool, files: str | None = None) -> str:
+        """The rows from the packs' files (see compaction.py), or from `files` (a per-run report's rows
+        kept beside its runs), in the order of report_run_order, each run's rows in the report's."""
+        files = files or f"summary_files({literal(self.rows_file)})"
         columns = ", ".join("r.name AS run_name" if c.name == "run_name" else
                             f"CAST(s.{quoted(c.name)} AS {c.type}) AS {quoted(c.name)}" for c in self.columns)
         keep = "" if limit is None else f"AND s.__pos <= {int(limit)}"
@@ -151,9 +159,22 @@ class ReportQuery:
         return (f"SELECT {columns}{count} FROM read_parquet({files}) s JOIN runs r USING (run_id) {counts}"
                 f"JOIN report_run_order o ON o.run_id = s.run_id WHERE true {keep} ORDER BY o.position, s.__pos")
 
+    def _kept_sql(self, limit: int | None, run_rows: bool) -> str:
+        """The rows from the files kept beside the runs (kept.py): a per-run report's as from a pack;
+        a job report's (one run) as they were computed, run_name included (its variant is the run's
+        row), in their order (__ord), each run's position (__pos) for the limit."""
+        files = "[" + ", ".join(literal(f) for f in self.kept_files or []) + "]"
+        if self.report.per_run:
+            return self._packed_sql(limit, run_rows, files)
+        columns = ", ".join(f"CAST(s.{quoted(c.name)} AS {c.type}) AS {quoted(c.name)}" for c in self.columns)
+        keep = "" if limit is None else f"AND s.__pos <= {int(limit)}"
+        count = ", s.__run_rows" if run_rows else ""
+        return (f"SELECT {columns}{count} FROM (SELECT *, count(*) OVER (PARTITION BY run_id) AS __run_rows "
+                f"FROM read_parquet({files})) s WHERE true {keep} ORDER BY s.__ord")
+
     def _bound(self) -> dict[str, object]:
-        """The parameters the rows' SQL takes: none when they are read from the packs."""
-        return {} if self.packed else self.params
+        """The parameters the rows' SQL takes: none when they are read from the packs or kept files."""
+        return {} if self.packed or self.kept_files is not None else self.params
 
     def relation(self) -> duckdb.DuckDBPyRelation:
         """The rows as a DuckDB relation (`.fetchall()`, `.df()`, `.pl()`), at most `limit` per run."""
@@ -284,23 +305,77 @@ def query(engine: Engine, name: str, runs: list[str] | None = None, params: list
     # with runs selected, only their files are read: those of runs named by parameters too
     cur = engine.cursor(list(dict.fromkeys(run_ids + other_runs)) if runs else None)
     try:
-        if "one_job" in report.requires:
+        if "one_job" in report.requires and len(run_ids) > 1:  # one run is one job, each rank once
             require_one_job(cur, run_ids, name)
         _cover(cur, run_ids)
-        packed = (not other_runs and bool(run_ids)
-                  and all(bound.get(p.name, p.default) == p.default for p in report.params)
-                  and cur.execute("SELECT all_runs_summarized()").fetchall()[0][0])
+        defaults = (not other_runs and bool(run_ids)
+                    and all(bound.get(p.name, p.default) == p.default for p in report.params))
+        packed, kept_files = False, None
         rows_file = report_file(name) if report.per_run else job_report_file(name)
-        if packed and not report.per_run:
-            packed = is_job_report(report) and job_rows_held(cur, name)
+        if defaults:
+            every, some = cur.execute("SELECT all_runs_summarized(), list_has_any(summarized_runs(), ?::VARCHAR[])",
+                                      [run_ids]).fetchall()[0]
+            packed = every and (report.per_run or (is_job_report(report) and job_rows_held(cur, name)))
+            if (not packed and not some and (report.per_run or len(run_ids) == 1)
+                    and not engine.references_changed):
+                kept_files = _kept_files(engine, report, run_ids, bound, rows)
     except duckdb.Error as e:
         cur.close()
         raise QueryError(f"report {name} failed: {first_line(str(e))}") from None
     except BaseException:
         cur.close()
         raise
-    return ReportQuery(report, cur, engine, bound, run_ids, dropped, limit, bool(packed), rows_file,
+    return ReportQuery(report, cur, engine, bound, run_ids, dropped, limit, bool(packed), rows_file, kept_files,
                        renew=lambda: query(engine, name, runs, params, limit, keep), selected=bool(runs))
+
+
+def _kept_files(engine: Engine, report: Report, run_ids: list[str], bound: dict[str, object],
+                rows: list[dict]) -> list[str] | None:
+    """The files of the report's rows kept beside each run (kept.py), those missing computed and
+    written first; None when some could not be written (the report is then computed as before)."""
+    store = engine.store
+    by_id = {r["run_id"]: r for r in rows}
+    variants = {r: "" if report.per_run else kept.variant(by_id[r]) for r in run_ids}
+    where = {r: kept.directory(store, r) for r in run_ids}
+    found = {r: kept.find(where[r], report.name, variants[r]) for r in run_ids}
+    missing = [r for r in run_ids if found[r] is None]
+    if missing:
+        if not _keep(engine, report, missing, bound, variants, where):
+            return None
+        # found again, every run: the computation took a while, and a run replaced or removed
+        # meanwhile took its files along (a replaced one has new files, whose rows are not kept)
+        found = {r: kept.find(kept.directory(store, r), report.name, variants[r]) for r in run_ids}
+    files = [found[r] for r in run_ids]
+    return None if None in files else files  # type: ignore[return-value]
+
+
+def _keep(engine: Engine, report: Report, run_ids: list[str], bound: dict[str, object], variants: dict[str, str],
+          where: dict[str, str | None]) -> bool:
+    """Compute the report's rows over these runs (reading only their files) and write each run's
+    beside it: a per-run report's without run_name, each row's position in its run (__pos); a job
+    report's (one run) as they are, with their order (__ord) too. False when any failed."""
+    drop = ", run_name" if report.per_run and "run_name" in [c.name for c in report.columns] else ""
+    order = "" if report.per_run else (f", row_number() OVER (ORDER BY coalesce(o.position, {_LAST}), r.__row) AS __ord")
+    try:
+        cur = engine.cursor(run_ids)
+    except Exception:  # noqa: BLE001 - best effort: the report is then computed as before, its errors its own
+        return False
+    try:
+        _cover(cur, run_ids)
+        cur.execute(f"CREATE TEMP TABLE __kept AS SELECT r.* EXCLUDE (__row{drop}), "
+                    f"row_number() OVER (PARTITION BY r.run_id ORDER BY r.__row) AS __pos{order} "
+                    f"FROM (SELECT row_number() OVER () AS __row, * FROM ({report.query})) r "
+                    f"LEFT JOIN report_run_order o ON o.run_id = r.run_id", bound)
+        written = True
+        for r in run_ids:
+            rows_sql = (f"FROM __kept WHERE run_id = {literal(r)} ORDER BY __pos" if report.per_run
+                        else "FROM __kept ORDER BY __ord")
+            written = kept.write(cur, where[r], report.name, rows_sql, variants[r]) and written
+        return written
+    except Exception:  # noqa: BLE001 - as above
+        return False
+    finally:
+        cur.close()
 
 
 def _cover(cur: duckdb.DuckDBPyConnection, run_ids: list[str]) -> None:
