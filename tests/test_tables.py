@@ -280,3 +280,32 @@ def test_an_empty_table_shows_run_name_not_run_id(samples):
     columns = ["".join(parts) for parts in zip(*head)]
     assert columns[:3] == ["run_name", "step", "name"], columns
     assert "no rows:" in out
+
+
+def test_max_runs_shows_the_first_runs_and_counts_the_others(samples):
+    """A report's table over many runs shows the first --max-runs runs' rows (a 4,096-rank job's table
+    would otherwise draw 40 rows of every rank) and says how many runs it left out; csv keeps all."""
+    runs = [r.split(",")[1] for r in traceduck_cli("runs", "--store", samples, "--format", "csv").splitlines()[1:]]
+    assert sorted(runs) == ["buggy", "fixed"]
+    out = traceduck_cli("report", "top-ops", "--store", samples, "--max-runs", "1", "--max-rows", "3")
+    table = read_table(out, anchor="calls")
+    assert {r["run_name"] for r in table.rows} == {"buggy"} and len(table.rows) == 3
+    assert ("... and the rows of 1 more run (--max-runs N shows the first N runs, 0 all; --run picks runs; csv "
+            "and json give every row)") in " ".join(out.split())
+    every = traceduck_cli("report", "top-ops", "--store", samples, "--max-runs", "0", "--max-rows", "3")
+    assert {r["run_name"] for r in read_table(every, anchor="calls").rows} == {"buggy", "fixed"}
+    assert "more run" not in every
+    csv_rows = traceduck_cli("report", "top-ops", "--store", samples, "--max-runs", "1", "--format", "csv").splitlines()
+    assert {line.split(",")[1] for line in csv_rows[1:]} == {"buggy", "fixed"}
+
+
+def test_a_note_on_rows_left_out_names_a_few_runs_and_counts_the_rest():
+    from collections import Counter
+
+    from traceduck.render import NOTE_RUNS, _per_run_note
+
+    rows = [(f"id{i}", f"rank-{i}") for i in range(20)]
+    note = _per_run_note(["run_id", "run_name"], rows, 0, Counter({f"id{i}": 5 for i in range(20)}))
+    assert note == ["... 100 more rows (" + ", ".join(f"5 of run rank-{i}" for i in range(NOTE_RUNS))
+                    + f" and {5 * (20 - NOTE_RUNS)} of {20 - NOTE_RUNS} more runs; --max-rows N shows N per run, 0 all; "
+                    "csv and json give every row)"]

@@ -49,6 +49,7 @@ WideOpt = typer.Option(False, "--wide", help="Table: every column, each row on o
                        "width. Without it the table fits the terminal ($COLUMNS): long text wraps inside its cell, "
                        "and the columns left out to fit are named below the table.")
 MAX_ROWS = 40
+MAX_RUNS = 32
 
 
 def _max_rows_opt(what: str) -> typer.Option:
@@ -418,6 +419,9 @@ def report(
     limit: Optional[int] = typer.Option(None, "--limit", "-n", min=0, help="At most this many rows."),
     format: Format = FormatOpt,
     max_rows: int = _max_rows_opt(" per run"),
+    max_runs: int = typer.Option(MAX_RUNS, "--max-runs", min=0, help="Table and markdown: show the rows of the "
+                                 "first N runs and say how many more runs there were; 0 for all. csv and json give "
+                                 "every run's rows."),
     wide: bool = WideOpt,
     help_: bool = typer.Option(False, "--help", "-h", help="Show this message, or a report's parameters and columns."),
 ) -> None:
@@ -437,10 +441,12 @@ def report(
         # a batch of rows at a time: csv and json write each as it comes (a report of 800,000 rows
         # over a 1,024-rank job in bounded memory), the tables take what they show
         # json: rows as DuckDB writes them; tables: only the rows they show are fetched
-        result = db.report_query(name, runs=run or None, params=pairs, limit=limit).stream(row_shape(format, max_rows))
+        shape = row_shape(format, max_rows, max_runs)
+        rq = db.report_query(name, runs=run or None, params=pairs, limit=limit)
+        result = rq.stream(shape)
         spec = get_report(name)
         view = View(max_rows=max_rows, per_run=True, wide=wide, run_rows=result.run_rows,
-                    roles={c.name: c.role for c in spec.columns})
+                    roles={c.name: c.role for c in spec.columns}, runs_left_out=rq.runs_left_out(shape))
         view.empty_note = "no rows: " + (spec.empty or "nothing in the selected runs matches this report")
         if format in PEOPLE and any(_is_instant(c) for c in result.columns):
             view.run_starts = _run_starts(db)

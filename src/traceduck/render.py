@@ -35,6 +35,7 @@ class Format(str, Enum):
 PEOPLE = (Format.table, Format.markdown)
 NON_TTY_WIDTH = 200
 RUN_ID = "run_id"
+NOTE_RUNS = 8  # a note on the rows left out names this many runs, and counts the others
 
 
 @dataclass
@@ -54,6 +55,7 @@ class View:
     # per run, its rows before the query capped them at max_rows (Stream.run_rows, filled as the rows
     # are read): the rows left out are counted from it; None when every row comes
     run_rows: dict[str, int] | None = None
+    runs_left_out: int = 0  # runs whose rows were not fetched (RowShape.run_cap): said below the table
 
 
 @dataclass(frozen=True)
@@ -67,18 +69,23 @@ class RowShape:
     - `lists_as_text`: columns of lists of integers as the text `json.dumps` gives them
       (`[[16384, 1, 576], []]`): what csv and the tables write;
     - `per_run_cap`: at most this many rows of each run, with each run's count of rows before the cap
-      (Stream.run_rows): what the tables show, without fetching the rows they leave out."""
+      (Stream.run_rows): what the tables show, without fetching the rows they leave out;
+    - `run_cap`: the rows of at most this many runs, the first in the report's order (the tables of
+      a report over a job of thousands of ranks show the first runs' rows, not 40 rows of each)."""
 
     json_rows: bool = False
     lists_as_text: bool = False
     per_run_cap: int | None = None
+    run_cap: int | None = None
 
 
-def row_shape(fmt: Format, max_rows: int) -> RowShape:
-    """The RowShape of an output format showing at most max_rows rows per run (0: all)."""
+def row_shape(fmt: Format, max_rows: int, max_runs: int = 0) -> RowShape:
+    """The RowShape of an output format showing at most max_rows rows per run and the rows of at
+    most max_runs runs (0: all)."""
     fmt = Format(fmt)
     return RowShape(json_rows=fmt is Format.json, lists_as_text=fmt is not Format.json,
-                    per_run_cap=max_rows if fmt in PEOPLE and max_rows else None)
+                    per_run_cap=max_rows if fmt in PEOPLE and max_rows else None,
+                    run_cap=max_runs if fmt in PEOPLE and max_runs else None)
 
 
 # a list (of lists ...) of integers: its JSON text has no strings, so no comma but the separators
@@ -294,7 +301,12 @@ def _write_people(columns: list[str], batches: Iterable[Sequence[tuple]], fmt: F
         if view.run_rows is not None:
             seen = Counter(row[run_at] for row in shown)
             cut = Counter({k: n - seen[k] for k, n in view.run_rows.items() if n > seen[k]})
-        notes = _per_run_note(columns, rows, run_at, cut) if rows else [view.empty_note]
+        notes = _per_run_note(columns, rows, run_at, cut) if rows else \
+            ["no rows in the runs shown" if view.runs_left_out else view.empty_note]
+        if view.runs_left_out:
+            runs = "run" if view.runs_left_out == 1 else "runs"
+            notes.append(f"... and the rows of {view.runs_left_out:,} more {runs} (--max-runs N shows the first N "
+                         "runs, 0 all; --run picks runs; csv and json give every row)")
         _emit(columns, shown, fmt, out, view, notes)
         return
     it: Iterator[Sequence[tuple]] = iter(batches)
@@ -332,7 +344,9 @@ def _per_run_note(columns: list[str], rows: list[tuple], run_at: int, cut: Count
         return []
     name_at = columns.index("run_name") if "run_name" in columns else run_at
     names = {row[run_at]: row[name_at] for row in rows}
-    parts = ", ".join(f"{n:,} of run {escape(str(names[k]))}" for k, n in cut.items())
+    parts = ", ".join(f"{n:,} of run {escape(str(names[k]))}" for k, n in list(cut.items())[:NOTE_RUNS])
+    if len(cut) > NOTE_RUNS:
+        parts += f" and {sum(list(cut.values())[NOTE_RUNS:]):,} of {len(cut) - NOTE_RUNS:,} more runs"
     return [f"... {sum(cut.values()):,} more rows ({parts}; --max-rows N shows N per run, 0 all; csv and json "
             "give every row)"]
 

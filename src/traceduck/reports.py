@@ -235,10 +235,20 @@ class ReportQuery:
             return Stream(names, nested, self._packed_text(), json_rows=True)
         capped = shape.per_run_cap is not None and "run_id" in names and not shape.json_rows
         limit = self.limit if not capped else shape.per_run_cap if self.limit is None else min(shape.per_run_cap, self.limit)
-        sql, shaped_nested = shaped_sql(self.columns, self.sql(limit, run_rows=capped), shape)
+        sql = self.sql(limit, run_rows=capped)
+        if self.runs_left_out(shape):  # the first runs' rows: the others are counted, not fetched
+            sql = (f"SELECT * FROM ({sql}) WHERE run_id IN "
+                   f"(SELECT run_id FROM report_run_order WHERE position <= {int(shape.run_cap)})")
+        sql, shaped_nested = shaped_sql(self.columns, sql, shape)
         result = self.engine.stream(sql, self._bound(), cur=self.cursor)
         result.columns, result.nested, result.json_rows = names, shaped_nested or nested, shape.json_rows
         return _counting_runs(result, names, self.limit) if capped else result
+
+    def runs_left_out(self, shape: RowShape) -> int:
+        """How many runs' rows a stream in `shape` leaves out (RowShape.run_cap: tables only)."""
+        if shape.run_cap is None or shape.json_rows or "run_id" not in [c.name for c in self.columns]:
+            return 0
+        return max(0, len(self.run_ids) - shape.run_cap)
 
     def packed_text_sql(self) -> tuple[str, dict[str, str]]:
         """The query of the packs' JSON text of the rows (report_text_sql): chunks of lines (run_id,
