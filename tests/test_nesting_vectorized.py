@@ -146,3 +146,32 @@ def test_merge_nests_batches_of_whole_tracks_and_long_tracks_row_by_row(seed, tr
     finally:
         pipeline.NEST_BATCH, pipeline.NEST_VECTOR_ROWS = saved
     _same(_row_by_row(events, 4), got)
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10**6), block=st.sampled_from([1, 2, 3, 7, 64, 1 << 18]))
+def test_partial_overlap_pairs_counted_in_blocks_as_one_by_one(seed, block):
+    """The column-wise count of later-ending rows equals a count row by row, whatever the block."""
+    import traceduck.ingester.nesting as nesting
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 60))
+    end = rng.integers(0, 20, n).astype(np.int64)
+    is_op = rng.random(n) < 0.4
+    m = int(rng.integers(0, 30))
+    rows = rng.integers(0, n, m)
+    start = rng.integers(0, n + 1, m)
+    stop = np.minimum(start + rng.integers(0, 12, m), n)
+    expected = [0, 0]
+    for j, a, b in zip(rows.tolist(), start.tolist(), stop.tolist()):
+        later = end[a:b] > end[j]
+        hit = int(np.count_nonzero(later))
+        expected[0] += hit
+        expected[1] += hit if is_op[j] else int(np.count_nonzero(is_op[a:b][later]))
+    saved = nesting.OVERLAP_BLOCK
+    nesting.OVERLAP_BLOCK = block
+    try:
+        got = nesting._count_later_ends(rows.astype(np.int32), start.astype(np.int32), stop.astype(np.int64), end, is_op)
+    finally:
+        nesting.OVERLAP_BLOCK = saved
+    assert list(got) == expected

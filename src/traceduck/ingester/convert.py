@@ -254,6 +254,8 @@ class ChunkConverter:
         self.ev: dict[str, list] = {f.name: [] for f in EVENT_PART_SCHEMA if f.name in _BUILT_BY_ADD}
         # args grouped by their key tuple: (event indexes, value tuples); converted column-wise
         self.arg_groups: dict[tuple, tuple[list[int], list[tuple]]] = {}
+        # each common key set's values column by column (`zip(*rows)`), built once for args and shapes
+        self._columns: dict[tuple, list[tuple]] = {}
         self.items = 0  # traceEvents items added, objects or not
         self.skipped: list[int] = []  # positions (among the items added) of items that are not objects
 
@@ -446,6 +448,13 @@ class ChunkConverter:
                             stacks[i] = self.stacks.from_call_stack(v) or None
         ev["call_stack_id"] = stacks
 
+    def columns(self, keys: tuple) -> list[tuple]:
+        """A key set's values column by column (one tuple per key), built once."""
+        cols = self._columns.get(keys)
+        if cols is None:
+            cols = self._columns[keys] = list(zip(*self.arg_groups[keys][1]))
+        return cols
+
     def write(self, out_dir: Path) -> ChunkResult:
         n = len(self.ev["phase"])
         ev = self.ev
@@ -458,7 +467,9 @@ class ChunkConverter:
         # args and shapes parts are read back whole by the merge (not by DuckDB): Arrow's own file
         # format writes and reads several times faster than Parquet; lz4 keeps them near Parquet's
         # size on disk (uncompressed they would be 1.7x the chunk's JSON)
-        for table, rows in (("args", self._args_table()), ("shapes", self._shapes_table())):
+        tables = (("args", self._args_table()), ("shapes", self._shapes_table()))
+        self._columns.clear()
+        for table, rows in tables:
             with pa.output_stream(str(out_dir / part_name(table, self.chunk)), buffer_size=WRITE_BUFFER_BYTES) as sink, \
                     pa.ipc.new_file(sink, rows.schema, options=_PART_IPC) as writer:
                 writer.write_table(rows)
@@ -477,7 +488,7 @@ class ChunkConverter:
                 continue
             jt, js, jc = pos.get("Input type"), pos.get("Input Strides"), pos.get("Concrete Inputs")
             if len(group) >= _MIN_GROUP:
-                table = _shapes_vectorized(self.chunk, idx, group, jd, jt, js, jc)
+                table = _shapes_vectorized(self.chunk, idx, self.columns(keys), jd, jt, js, jc)
                 if table is not None:
                     tables.append(table)
                     continue
@@ -534,7 +545,7 @@ class ChunkConverter:
                         loose.add(i, j, k, v, careful)
                 continue
             event_idx = pa.array(idx, pa.int32())
-            for j, (k, column) in enumerate(zip(keys, zip(*rows))):
+            for j, (k, column) in enumerate(zip(keys, self.columns(keys))):
                 t = None if careful else _column_table(event_idx, j, k, column)
                 if t is None:
                     for i, v in zip(idx, column):
@@ -544,7 +555,12 @@ class ChunkConverter:
         tables.append(loose.table())
         if loose.big_ints:
             self.warnings[BIG_INT] += loose.big_ints
-        t = pa.concat_tables(tables).sort_by([("local_idx", "ascending"), ("arg_index", "ascending")])
+        t = pa.concat_tables(tables)
+        # by (local_idx, arg_index): both int32 and >= 0, one int64 key (a numpy sort of it is faster
+        # than Arrow's two-key sort)
+        key = pc.fill_null(t.column("local_idx"), 0).to_numpy().astype(np.int64) << 32
+        key |= pc.fill_null(t.column("arg_index"), 0).to_numpy().astype(np.int64)
+        t = t.take(pa.array(np.argsort(key, kind="stable")))
         return t.add_column(0, "chunk", pa.array(np.full(t.num_rows, self.chunk, dtype=np.int32)))
 
 
@@ -617,17 +633,18 @@ _TYPE_ELEM = pa.array([d.elem_bytes if d.is_tensor else None for d in DTYPES.val
 _TYPE_CANONICAL = pa.array([d.canonical if d.is_tensor else None for d in DTYPES.values()], pa.string())
 
 
-def _shapes_vectorized(chunk: int, idx: list[int], group: list[tuple], jd: int, jt: int | None, js: int | None,
+def _shapes_vectorized(chunk: int, idx: list[int], columns: list[tuple], jd: int, jt: int | None, js: int | None,
                        jc: int | None) -> pa.Table | None:
     """Shapes of a group of ops column-wise with Arrow, when every op's per-input lists line up
-    (same length, plain int dims, string types); None sends the group to the row-by-row path."""
+    (same length, plain int dims, string types); None sends the group to the row-by-row path.
+    `columns`: the group's values column by column (`ChunkConverter.columns`)."""
     if jt is None:
         return None
     try:
-        dims = pa.array([row[jd] for row in group], pa.list_(pa.list_(pa.int64())))
-        types = pa.array([row[jt] for row in group], pa.list_(pa.string()))
-        strides = pa.array([row[js] for row in group], pa.list_(pa.list_(pa.int64()))) if js is not None else None
-        concrete = pa.array([row[jc] for row in group], pa.list_(pa.string())) if jc is not None else None
+        dims = pa.array(columns[jd], pa.list_(pa.list_(pa.int64())))
+        types = pa.array(columns[jt], pa.list_(pa.string()))
+        strides = pa.array(columns[js], pa.list_(pa.list_(pa.int64()))) if js is not None else None
+        concrete = pa.array(columns[jc], pa.list_(pa.string())) if jc is not None else None
     except (pa.ArrowException, OverflowError, TypeError, ValueError):
         return None
     lengths = pc.list_value_length(dims)

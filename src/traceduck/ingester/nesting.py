@@ -226,6 +226,39 @@ def _previous_no_smaller(end: np.ndarray, first: np.ndarray) -> np.ndarray:
     return cand
 
 
+# Row pairs compared at once while counting partial overlaps (int64 indexes: 8 bytes each, a few
+# arrays of them live at a time)
+OVERLAP_BLOCK = 1 << 18
+
+
+def _count_later_ends(rows: np.ndarray, start: np.ndarray, stop: np.ndarray, end: np.ndarray, is_op: np.ndarray
+                      ) -> tuple[int, int]:
+    """For each row j of `rows`, the rows k in [start_j, stop_j) that end after it: how many, in
+    all; and how many of them pair an op with j (all of them when j is an op, else those that are
+    ops). Column-wise over blocks of at most about OVERLAP_BLOCK pairs."""
+    lengths = (stop - start).astype(np.int64)
+    keep = lengths > 0
+    rows, start, lengths = rows[keep], start[keep].astype(np.int64), lengths[keep]
+    overlaps = op_overlaps = 0
+    if not len(rows):
+        return 0, 0
+    total = np.cumsum(lengths)
+    lo = 0
+    while lo < len(rows):
+        base = int(total[lo - 1]) if lo else 0
+        hi = max(lo + 1, int(np.searchsorted(total, base + OVERLAP_BLOCK, side="right")))
+        n = lengths[lo:hi]
+        owner = np.repeat(np.arange(lo, hi), n)
+        offsets = total[lo:hi] - n - base  # each row's first pair in this block
+        k = start[owner] + (np.arange(int(total[hi - 1]) - base, dtype=np.int64) - offsets[owner - lo])
+        j = rows[owner]
+        later = end[k] > end[j]
+        overlaps += int(np.count_nonzero(later))
+        op_overlaps += int(np.count_nonzero(later & (is_op[j] | is_op[k])))
+        lo = hi
+    return overlaps, op_overlaps
+
+
 def _levels(parent: np.ndarray) -> np.ndarray:
     """The number of ancestors of each row of a forest (list ranking: each round adds the hops of
     the row jumped to, so log2 of the depth rounds)."""
@@ -306,13 +339,8 @@ def nest_vectorized(nester: Nester, track: np.ndarray, event_id: np.ndarray, ts:
         heavy = work > OVERLAP_WORK * (np.append(starts[1:], n) - starts) + OVERLAP_SLACK
         if heavy.any():
             slow_rows = heavy[track_index]
-        for j, a, b in zip(closed_early.tolist(), start.tolist(), stop.tolist()):
-            if slow_rows[j]:
-                continue
-            later = end[a:b] > end[j]
-            hit = int(np.count_nonzero(later))
-            overlaps += hit
-            op_overlaps += hit if is_op[j] else int(np.count_nonzero(is_op[a:b][later]))
+        counted = ~slow_rows[closed_early]
+        overlaps, op_overlaps = _count_later_ends(closed_early[counted], start[counted], stop[counted], end, is_op)
     nester.overlap_count += overlaps
     nester.op_overlap_count += op_overlaps
     if slow_rows.any():
