@@ -13,7 +13,9 @@ The store must lie on a path that the driver and every executor see (a shared fi
 (a run's own files, or the pack holding it after `traceduck compact`), the reference tables Spark
 DataFrames, and the views of sql/views Spark temporary views: each view's DuckDB SQL is transpiled
 to Spark SQL with sqlglot from the very files DuckDB loads, its macros expanded in place. A view
-that Spark cannot run is skipped and recorded with the reason (`SparkViews.not_portable`).
+that Spark cannot run is skipped and recorded with the reason (`SparkViews.not_portable`). A query
+with a recursive CTE, or whose plan is too big for Spark's analyzer, runs one CTE at a time
+(`staged`), a recursive CTE iterated on the driver.
 """
 
 from __future__ import annotations
@@ -336,6 +338,21 @@ def _spark_fixes(tree, where: str):
             return node
         if isinstance(node, exp.Window) and isinstance(node.this, exp.Identifier):  # a reference by name alone
             return node
+        # printf: Java's formatter takes no DECIMAL (a sum of integers in Spark) for %f or %d; DuckDB's converts
+        if isinstance(node, exp.Anonymous) and node.name.lower() in ("printf", "format_string") \
+                and node.expressions and isinstance(node.expressions[0], exp.Literal) and node.expressions[0].is_string \
+                and not node.args.get("__cast"):
+            convs = [m.group(1) for m in re.finditer(r"%(?:%|[-+ 0#,(]*\d*(?:\.\d+)?([a-zA-Z]))", node.expressions[0].this)
+                     if m.group(1)]
+            args = [e.copy() for e in node.expressions]
+            for i, c in enumerate(convs, start=1):
+                if i < len(args) and c.lower() in "feg":
+                    args[i] = exp.Cast(this=args[i], to=exp.DataType.build("DOUBLE"))
+                elif i < len(args) and c == "d":
+                    args[i] = exp.Cast(this=args[i], to=exp.DataType.build("BIGINT"))
+            out = exp.Anonymous(this="FORMAT_STRING", expressions=args)
+            out.args["__cast"] = True
+            return out
         # (SELECT arg_max(k, v) FROM (SELECT unnest(K) AS k, unnest(V) AS v)): a correlated subquery
         # Spark refuses outside WHERE; the k of the first largest v, NULL when every v is NULL
         if isinstance(node, exp.Subquery) and _zipped_arg_max(node) is not None:
@@ -1045,4 +1062,4 @@ def report(spark: SparkSession, name: str, runs: list[str] | None = None, params
         raise QueryError(f"report {name} failed in Spark: {_first_line(e)}") from None
 
 
-__all__ = ["SparkViews", "expand_macros", "ingest", "macros", "register", "report", "report_sql", "to_spark_sql"]
+__all__ = ["SparkViews", "expand_macros", "ingest", "macros", "register", "report", "report_sql", "staged", "to_spark_sql"]
