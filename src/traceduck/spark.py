@@ -344,7 +344,7 @@ def _spark_fixes(tree, where: str):
                 and not node.args.get("__cast"):
             convs = [m.group(1) for m in re.finditer(r"%(?:%|[-+ 0#,(]*\d*(?:\.\d+)?([a-zA-Z]))", node.expressions[0].this)
                      if m.group(1)]
-            args = [e.copy() for e in node.expressions]
+            args = [e.copy().transform(fix) for e in node.expressions]  # the arguments translated too
             for i, c in enumerate(convs, start=1):
                 if i < len(args) and c.lower() in "feg":
                     args[i] = exp.Cast(this=args[i], to=exp.DataType.build("DOUBLE"))
