@@ -13,7 +13,9 @@ The store must lie on a path that the driver and every executor see (a shared fi
 (a run's own files, or the pack holding it after `traceduck compact`), the reference tables Spark
 DataFrames, and the views of sql/views Spark temporary views: each view's DuckDB SQL is transpiled
 to Spark SQL with sqlglot from the very files DuckDB loads, its macros expanded in place. A view
-that Spark cannot run is skipped and recorded with the reason (`SparkViews.not_portable`).
+that Spark cannot run is skipped and recorded with the reason (`SparkViews.not_portable`). A query
+with a recursive CTE, or whose plan is too big for Spark's analyzer, runs one CTE at a time
+(`staged`), a recursive CTE iterated on the driver.
 """
 
 from __future__ import annotations
@@ -336,8 +338,38 @@ def _spark_fixes(tree, where: str):
             return node
         if isinstance(node, exp.Window) and isinstance(node.this, exp.Identifier):  # a reference by name alone
             return node
-        if isinstance(node, exp.Join) and str(node.args.get("method") or "").upper() in ("ASOF", "POSITIONAL"):
-            raise NotPortableError(f"{where}: Spark SQL has no {node.args['method'].upper()} JOIN")
+        # printf: Java's formatter takes no DECIMAL (a sum of integers in Spark) for %f or %d; DuckDB's converts
+        if isinstance(node, exp.Anonymous) and node.name.lower() in ("printf", "format_string") \
+                and node.expressions and isinstance(node.expressions[0], exp.Literal) and node.expressions[0].is_string \
+                and not node.args.get("__cast"):
+            convs = [m.group(1) for m in re.finditer(r"%(?:%|[-+ 0#,(]*\d*(?:\.\d+)?([a-zA-Z]))", node.expressions[0].this)
+                     if m.group(1)]
+            args = [e.copy().transform(fix) for e in node.expressions]  # the arguments translated too
+            for i, c in enumerate(convs, start=1):
+                if i < len(args) and c.lower() in "feg":
+                    args[i] = exp.Cast(this=args[i], to=exp.DataType.build("DOUBLE"))
+                elif i < len(args) and c == "d":
+                    args[i] = exp.Cast(this=args[i], to=exp.DataType.build("BIGINT"))
+            out = exp.Anonymous(this="FORMAT_STRING", expressions=args)
+            out.args["__cast"] = True
+            return out
+        # (SELECT arg_max(k, v) FROM (SELECT unnest(K) AS k, unnest(V) AS v)): a correlated subquery
+        # Spark refuses outside WHERE; the k of the first largest v, NULL when every v is NULL
+        if isinstance(node, exp.Subquery) and _zipped_arg_max(node) is not None:
+            keys, values = _zipped_arg_max(node)
+            position = exp.Anonymous(this="ARRAY_POSITION", expressions=[
+                values.copy(), exp.Anonymous(this="ARRAY_MAX", expressions=[values.copy()])])
+            return exp.Anonymous(this="TRY_ELEMENT_AT", expressions=[keys.copy(), exp.Cast(this=exp.Nullif(
+                this=position, expression=exp.Literal.number(0)), to=exp.DataType.build("INT"))])
+        # (a, b) IN (SELECT (x, y) ...): DuckDB compares structs, a NULL field equal to a NULL one
+        if isinstance(node, exp.In) and isinstance(node.this, exp.Tuple) and isinstance(node.args.get("query"), exp.Subquery) \
+                and isinstance(node.args["query"].this, exp.Select) and len(node.args["query"].this.expressions) == 1 \
+                and isinstance(node.args["query"].this.expressions[0], exp.Tuple):
+            return _tuple_in(node)
+        if isinstance(node, exp.Join) and str(node.args.get("method") or "").upper() == "ASOF":
+            return _asof_join(node, where)
+        if isinstance(node, exp.Join) and str(node.args.get("method") or "").upper() == "POSITIONAL":
+            raise NotPortableError(f"{where}: Spark SQL has no POSITIONAL JOIN")
         if isinstance(node, exp.Filter) and isinstance(node.this, exp.ArrayAgg) and isinstance(node.this.this, exp.Order):
             return _ordered_list(node.this, node.expression)
         if isinstance(node, exp.ArrayAgg) and isinstance(node.this, exp.Order):
@@ -367,6 +399,108 @@ def _spark_fixes(tree, where: str):
         return node
 
     return tree.transform(fix)
+
+
+def _zipped_arg_max(node):
+    """(K, V) of `(SELECT arg_max(k, v) FROM (SELECT unnest(K) AS k, unnest(V) AS v))`, else None."""
+    from sqlglot import exp
+
+    sel = node.this
+    if not isinstance(sel, exp.Select) or len(sel.expressions) != 1 or not isinstance(sel.expressions[0], exp.ArgMax) \
+            or sel.args.get("where") or sel.args.get("group") or not sel.args.get("from_" if "from_" in exp.Select.arg_types else "from"):
+        return None
+    agg = sel.expressions[0]
+    src = sel.args.get("from_" if "from_" in exp.Select.arg_types else "from").this
+    if not (isinstance(src, exp.Subquery) and isinstance(src.this, exp.Select)) or src.this.args.get("from_" if "from_" in exp.Select.arg_types else "from"):
+        return None
+    lists = {}
+    for e in src.this.expressions:
+        if isinstance(e, exp.Alias) and isinstance(e.this, (exp.Explode, exp.Unnest)) and isinstance(e.this.this, exp.Array):
+            lists[e.alias.lower()] = e.this.this
+    if not (isinstance(agg.this, exp.Column) and isinstance(agg.expression, exp.Column)):
+        return None
+    k, v = agg.this.name.lower(), agg.expression.name.lower()
+    if set(lists) != {k, v} or len(lists[k].expressions) != len(lists[v].expressions):
+        return None
+    return lists[k], lists[v]
+
+
+def _tuple_in(node):
+    """`(a, b) IN (SELECT (x, y) FROM ...)` as `EXISTS (SELECT 1 FROM (SELECT x, y FROM ...) WHERE x <=> a AND
+    y <=> b)`: DuckDB compares the structs with NULL fields equal; Spark takes a row constructor on the
+    left of IN as several columns, compared with NULLs unequal."""
+    from sqlglot import exp
+
+    left = node.this.expressions
+    inner = node.args["query"].this.copy()
+    right = inner.expressions[0].expressions
+    if len(left) != len(right):
+        return node
+    inner.set("expressions", [exp.alias_(r.copy(), f"__in{i}") for i, r in enumerate(right)])
+    cond = exp.and_(*[exp.NullSafeEQ(this=exp.column(f"__in{i}", table="__in"), expression=l.copy())
+                      for i, l in enumerate(left)])
+    probe = exp.select(exp.Literal.number(1)).from_(
+        exp.Subquery(this=inner, alias=exp.TableAlias(this=exp.to_identifier("__in")))).where(cond)
+    return exp.Exists(this=probe)
+
+
+def _asof_join(join, where: str):
+    """`L ASOF [LEFT] JOIN R ON <equalities> AND <one inequality>` (which Spark SQL lacks) as an equi-join
+    [LEFT JOIN] of R's rows each with the range of probes it is the match of: for `l.x >= r.y` (the
+    last r.y at or before l.x), each R row carries the next y of its partition (by the equalities'
+    R sides, y ascending; rows whose y is NULL never match), and matches a probe with
+    y <= x < next y; for `l.x <= r.y` (the first r.y at or after l.x) the previous y, and so on for
+    the strict forms. A probe thus meets one R row, as in DuckDB (of R rows with equal y, one of them:
+    DuckDB takes the first in its input, which Spark does not keep; the SQL of sql/ does not depend
+    on which)."""
+    from sqlglot import exp
+
+    right = join.this
+    alias = right.alias_or_name
+    if not alias:
+        raise NotPortableError(f"{where}: an ASOF JOIN's right side without a name")
+
+    def on_right(e) -> bool:
+        cols = list(e.find_all(exp.Column))
+        return bool(cols) and all(c.table == alias for c in cols)
+
+    def on_left(e) -> bool:
+        return not any(c.table == alias for c in e.find_all(exp.Column))
+
+    conds = list(join.args["on"].flatten()) if isinstance(join.args.get("on"), exp.And) else [join.args.get("on")]
+    keys, probe, y, op = [], None, None, None
+    flip = {exp.GTE: exp.LTE, exp.GT: exp.LT, exp.LTE: exp.GTE, exp.LT: exp.GT}
+    for c in conds:
+        c = c.this if isinstance(c, exp.Paren) else c
+        if isinstance(c, exp.EQ) and on_right(c.expression) and on_left(c.this):
+            keys.append(c.expression)
+        elif isinstance(c, exp.EQ) and on_right(c.this) and on_left(c.expression):
+            keys.append(c.this)
+        elif type(c) in flip and op is None and on_left(c.this) and on_right(c.expression):
+            probe, y, op = c.this, c.expression, type(c)
+        elif type(c) in flip and op is None and on_right(c.this) and on_left(c.expression):
+            probe, y, op = c.expression, c.this, flip[type(c)]
+        else:
+            raise NotPortableError(f"{where}: an ASOF JOIN condition Spark cannot take ({c.sql(dialect='duckdb')})")
+    if op is None:
+        raise NotPortableError(f"{where}: an ASOF JOIN without an inequality")
+    backward = op in (exp.GTE, exp.GT)  # the last r.y at or before the probe: bounded by the next y
+    window = exp.Window(this=exp.Anonymous(this="LEAD" if backward else "LAG", expressions=[y.copy()]),
+                        partition_by=[k.copy() for k in keys] or None,
+                        order=exp.Order(expressions=[exp.Ordered(this=y.copy(), nulls_first=False)]))
+    source = right.copy()
+    source.set("alias", right.args["alias"].copy() if right.args.get("alias") else exp.TableAlias(this=exp.to_identifier(alias)))
+    inner = (exp.select(exp.Column(this=exp.Star(), table=exp.to_identifier(alias)),
+                        exp.alias_(window, "__asof_bound"))
+             .from_(source).where(exp.Not(this=exp.Is(this=y.copy(), expression=exp.Null()))))
+    bound = exp.column("__asof_bound", table=alias)
+    # l.x >= r.y: x < next y; l.x > r.y: x <= next y; l.x <= r.y: x > previous y; l.x < r.y: x >= previous y
+    beyond = {exp.GTE: exp.LT, exp.GT: exp.LTE, exp.LTE: exp.GT, exp.LT: exp.GTE}[op](this=probe.copy(), expression=bound)
+    cond = exp.and_(join.args["on"].copy(), exp.Paren(this=exp.or_(exp.Is(this=bound.copy(), expression=exp.Null()), beyond)))
+    out = exp.Join(this=exp.Subquery(this=inner, alias=exp.TableAlias(this=exp.to_identifier(alias))), on=cond)
+    if join.args.get("side"):
+        out.set("side", join.args["side"])
+    return out
 
 
 def _ordered_list(agg, where_clause):
@@ -677,7 +811,12 @@ def register(spark: SparkSession, store: str | os.PathLike) -> SparkViews:
                 sql = to_spark_sql(body, where)
                 out.sql[rel.name] = sql
                 with _unlogged_query_errors():
-                    spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW {rel.name} AS {sql}")
+                    if _needs_staging(sql) and (_recursive(_parse_spark_query(sql)) and _inlined_references(
+                            _parse_spark_query(sql)) > _STAGED_VIEW_REFERENCES or not _spark_recurses(spark)):
+                        # a recursive walk over a big plan, or where Spark SQL has no recursive CTE: its rows computed now
+                        staged(spark, sql).createOrReplaceTempView(rel.name)
+                    else:
+                        spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW {rel.name} AS {sql}")
             except NotPortableError as e:
                 out.not_portable[rel.name] = e
                 continue
@@ -734,6 +873,160 @@ def _in_run_order(df: DataFrame, run_ids: list[str]) -> DataFrame:
     return numbered.withColumn("__position", position).orderBy("__position", "__row").drop("__position", "__row")
 
 
+_STAGES = itertools.count(1)
+# a query whose views and macros, inlined, reference more relations than this is run in stages: Spark's
+# analyzer takes minutes and gigabytes over one plan that size (the overview report's)
+_STAGED_REFERENCES = 250
+# a view with a recursive CTE whose plan reads more than this is computed when registered (critical_path):
+# Spark's analyzer runs out of a 2 GiB driver's memory over it
+_STAGED_VIEW_REFERENCES = 100
+
+
+def _spark_recurses(spark: SparkSession) -> bool:
+    """Whether this Spark's SQL has recursive CTEs (4.1 and later)."""
+    major, minor = (int(x) for x in spark.version.split(".")[:2])
+    return (major, minor) >= (4, 1)
+
+
+def _needs_staging(sql: str) -> bool:
+    """Whether a query of Spark SQL (as translated) runs in stages (`staged`): it has a recursive CTE,
+    or its plan, each view it reads inlined, is too big for Spark's analyzer."""
+    from sqlglot import exp
+
+    tree = _parse_spark_query(sql)
+    return _recursive(tree) or _inlined_references(tree) > _STAGED_REFERENCES
+
+
+def _recursive(tree) -> bool:
+    """Whether a query has a CTE that reads itself."""
+    from sqlglot import exp
+
+    w = tree.args.get(_with_key())
+    return w is not None and bool(w.args.get("recursive")) and any(
+        t.name.lower() == c.alias_or_name.lower() and not t.db for c in w.expressions for t in c.this.find_all(exp.Table))
+
+
+def _parse_spark_query(sql: str):
+    import sqlglot
+
+    return sqlglot.parse_one(sql, read="spark")
+
+
+def _inlined_references(tree) -> int:
+    """The relations a plan reads once each view it reads is inlined (a view read twice counts twice)."""
+    from sqlglot import exp
+
+    sizes = _view_sizes()
+    return sum(1 + sizes.get(t.name.lower(), 0) for t in tree.find_all(exp.Table) if t.name)
+
+
+@lru_cache(maxsize=1)
+def _view_sizes() -> dict[str, int]:
+    """Per view of sql/views, the relations its plan reads with the views it reads inlined."""
+    out: dict[str, int] = {}
+    for f in view_files():
+        for rel in f.relations:
+            if rel.kind != "view":
+                continue
+            body = re.sub(r"^CREATE\s+(OR\s+REPLACE\s+)?VIEW\s+\w+\s+AS\s+", "", rel.body.strip().rstrip(";"), flags=re.I)
+            try:
+                tree = expand_macros(_parse(body), rel.name)
+            except Exception:  # noqa: BLE001 - a view sqlglot cannot read counts as small
+                continue
+            from sqlglot import exp
+
+            out[rel.name.lower()] = sum(1 + out.get(t.name.lower(), 0) for t in tree.find_all(exp.Table) if t.name)
+    return out
+
+
+def staged(spark: SparkSession, sql: str, params: dict | None = None) -> DataFrame:
+    """A query of Spark SQL run one top-level CTE at a time: each CTE's rows computed once and kept
+    (a local checkpoint, so that the next CTE's plan reads them, not their plan) under a temporary
+    view, then the query over them. A recursive CTE (`WITH RECURSIVE x AS (anchor UNION ALL step)`,
+    which Spark before 4.1 lacks) is iterated on the driver: the step runs over the rows the last
+    round added until it adds none, and x is every round's rows, as DuckDB's recursive CTE gives."""
+    from sqlglot import exp
+
+    tree = _parse_spark_query(sql)
+    w = tree.args.get(_with_key())
+    if w is None:
+        return spark.sql(sql, args=_args_used(sql, params))
+    tag = next(_STAGES)
+    names: dict[str, str] = {}
+    made: list[str] = []
+
+    def renamed(node, extra=None):
+        table = {**names, **(extra or {})}
+
+        def put(n):
+            if isinstance(n, exp.Table) and not n.db and n.name.lower() in table:
+                alias = n.args.get("alias") or exp.TableAlias(this=exp.to_identifier(n.name))
+                return exp.Table(this=exp.to_identifier(table[n.name.lower()]), alias=alias.copy())
+            return n
+
+        return node.copy().transform(put)
+
+    def run(node, extra=None):
+        text = renamed(node, extra).sql(dialect="spark")
+        return spark.sql(text, args=_args_used(text, params))
+
+    def keep(df, view):
+        df = df.localCheckpoint()
+        df.createOrReplaceTempView(view)
+        made.append(view)
+        return df
+
+    # Spark (4.x) fails to carry the constraints of a union of checkpointed rows into a checkpoint
+    propagation = spark.conf.get("spark.sql.constraintPropagation.enabled", "true")
+    spark.conf.set("spark.sql.constraintPropagation.enabled", "false")
+    try:
+        for cte in w.expressions:
+            name = cte.alias_or_name
+            view = f"__stage{tag}_{name}"
+            body = cte.this
+            reads_itself = any(t.name.lower() == name.lower() and not t.db for t in body.find_all(exp.Table))
+            if w.args.get("recursive") and reads_itself:
+                if not (isinstance(body, exp.Union) and not body.args.get("distinct")):
+                    raise NotPortableError(f"a recursive CTE ({name}) other than anchor UNION ALL step")
+                anchor = run(body.this)
+                declared = [c.name for c in (cte.args["alias"].columns or [])]
+                if declared:
+                    anchor = anchor.toDF(*declared)
+                anchor = keep(anchor, f"{view}_0")
+                columns, types = anchor.columns, [f.dataType for f in anchor.schema.fields]
+                rounds, last = [anchor], f"{view}_0"
+                while True:
+                    step = run(body.expression, {name.lower(): last})
+                    step = step.select(*[step[c].cast(t).alias(n) for c, n, t in zip(step.columns, columns, types)])
+                    last = f"{view}_{len(rounds)}"
+                    step = keep(step, last)
+                    if step.isEmpty():
+                        break
+                    rounds.append(step)
+                whole = rounds[0]
+                for r in rounds[1:]:
+                    whole = whole.unionAll(r)
+                keep(whole, view)
+            else:
+                keep(run(body), view)
+            names[name.lower()] = view
+        main = tree.copy()
+        main.set(_with_key(), None)
+        return run(main).localCheckpoint()
+    finally:
+        spark.conf.set("spark.sql.constraintPropagation.enabled", propagation)
+        for view in made:
+            spark.catalog.dropTempView(view)
+
+
+def _args_used(sql: str, params: dict | None) -> dict | None:
+    """The named parameters a piece of a query uses (Spark refuses arguments it does not use)."""
+    if not params:
+        return None
+    used = {k: v for k, v in params.items() if re.search(rf":{re.escape(k)}\b", sql)}
+    return used or None
+
+
 def report(spark: SparkSession, name: str, runs: list[str] | None = None, params: list[str] | None = None,
            store: str | os.PathLike | None = None, keep_run_columns: bool | None = None) -> DataFrame:
     """A canned report (`traceduck reports` lists them) run in Spark SQL over the views `register`
@@ -760,7 +1053,8 @@ def report(spark: SparkSession, name: str, runs: list[str] | None = None, params
     spark.createDataFrame([(r,) for r in run_ids], "run_id STRING").createOrReplaceTempView("report_runs")
     sql = report_sql(name)
     try:
-        df = spark.sql(sql, args=prepared.params or None)
+        with _unlogged_query_errors():
+            df = staged(spark, sql, prepared.params) if _needs_staging(sql) else spark.sql(sql, args=prepared.params or None)
         if "run_id" in df.columns:
             df = _in_run_order(df, run_ids)
         return df.drop(*prepared.dropped) if prepared.dropped else df
@@ -768,4 +1062,4 @@ def report(spark: SparkSession, name: str, runs: list[str] | None = None, params
         raise QueryError(f"report {name} failed in Spark: {_first_line(e)}") from None
 
 
-__all__ = ["SparkViews", "expand_macros", "ingest", "macros", "register", "report", "report_sql", "to_spark_sql"]
+__all__ = ["SparkViews", "expand_macros", "ingest", "macros", "register", "report", "report_sql", "staged", "to_spark_sql"]
