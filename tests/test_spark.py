@@ -96,7 +96,7 @@ def ingested(spark, tmp_path_factory):
 def views(spark, ingested):
     from traceduck import spark as tds
 
-    return tds.register(spark, ingested[0])
+    return tds.register(spark, ingested[0], compute=True)
 
 
 @pytest.fixture(scope="module")

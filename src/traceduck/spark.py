@@ -729,6 +729,9 @@ class SparkViews:
     tables: list[str] = field(default_factory=list)  # base and reference tables
     views: list[str] = field(default_factory=list)  # views of sql/views, in load order
     not_portable: dict[str, NotPortableError] = field(default_factory=dict)  # view -> why it was skipped
+    # views whose rows Spark computes when they are registered (a recursive walk over a big plan:
+    # critical_path), skipped unless register(..., compute=True): view -> why
+    deferred: dict[str, str] = field(default_factory=dict)
     sql: dict[str, str] = field(default_factory=dict)  # view -> the Spark SQL it was created from
 
 
@@ -767,11 +770,14 @@ def _spark_error_types() -> tuple[type[BaseException], ...]:
     return (PySparkException,)
 
 
-def register(spark: SparkSession, store: str | os.PathLike) -> SparkViews:
+def register(spark: SparkSession, store: str | os.PathLike, compute: bool = False) -> SparkViews:
     """Make the store's tables (`runs`, `events`, `args`, `shapes`, `step_windows`, `stacks`), the
     reference tables and every portable view of sql/views Spark temporary views of this session.
     Views are transpiled from the same SQL files DuckDB loads; one that Spark cannot run (or that
     reads one that cannot) is skipped and recorded in the result's `not_portable` with the reason.
+    A view Spark can only hold as computed rows (a recursive walk whose plan is too big for its
+    analyzer: critical_path) is computed now with `compute=True`, else skipped and recorded in
+    `deferred` (its report computes the walk itself: `report(spark, store, "critical-path")`).
     The store must be on a path the executors see."""
     st = Store(store)
     if not st.runs_dir.is_dir():
@@ -813,7 +819,12 @@ def register(spark: SparkSession, store: str | os.PathLike) -> SparkViews:
                 with _unlogged_query_errors():
                     if _needs_staging(sql) and (_recursive(_parse_spark_query(sql)) and _inlined_references(
                             _parse_spark_query(sql)) > _STAGED_VIEW_REFERENCES or not _spark_recurses(spark)):
-                        # a recursive walk over a big plan, or where Spark SQL has no recursive CTE: its rows computed now
+                        # a recursive walk over a big plan, or where Spark SQL has no recursive CTE: its rows
+                        # computed now, when asked (it runs the whole walk: minutes on a small store)
+                        if not compute:
+                            out.deferred[rel.name] = ("its rows are computed when registered (a recursive walk): "
+                                                      "register(..., compute=True)")
+                            continue
                         staged(spark, sql).createOrReplaceTempView(rel.name)
                     else:
                         spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW {rel.name} AS {sql}")
