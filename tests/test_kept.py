@@ -19,6 +19,7 @@ from traceduck import kept
 from traceduck.catalog import all_reports
 from conftest import SAMPLES, shared_dir
 from test_crash import run_id_of
+from test_faults import strace
 from test_packs import cli, hta_ranks
 
 BUGGY = SAMPLES / "buggy.json.gz"
@@ -95,9 +96,6 @@ def test_every_report_on_shared_traces_answers_the_same_computed_and_kept(tmp_pa
     d = shared_dir()
     traces = [*hta_ranks(), d / "public/pytorch__kineto/tb_plugin/samples/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz",
               d / "cpu/fixed.json"]
-    traces = [t for t in traces if t.is_file()]
-    if len(traces) < 2:
-        pytest.skip("shared traces missing")
     store = tmp_path / "store"
     traceduck.ingest(traces, store=store)
     with traceduck.open(store) as db:
@@ -230,7 +228,6 @@ def _failing_copy(execute):
     return wrapped
 
 
-@pytest.mark.skipif(shutil.which("strace") is None, reason="strace injects the failures")
 @pytest.mark.parametrize("syscall", ["rename", "mkdir", "pwrite64"])
 def test_a_failed_write_never_fails_the_report(samples_store, tmp_path, syscall):
     """Every call of `syscall` fails with ENOSPC, in a new process (DuckDB writes its files with
@@ -242,7 +239,7 @@ def test_a_failed_write_never_fails_the_report(samples_store, tmp_path, syscall)
         shutil.rmtree(run / kept.DERIVED_DIR, ignore_errors=True)
     out = tmp_path / "out.csv"
     with open(out, "w") as f:
-        got = subprocess.run(["strace", "-f", "-o", "/dev/null", "-e", f"trace={syscall}",
+        got = subprocess.run([strace(), "-f", "-o", "/dev/null", "-e", f"trace={syscall}",
                               "-e", f"inject={syscall}:error=ENOSPC", *cmd],
                              stdout=f, stderr=subprocess.PIPE, text=True, env=env)
     assert (got.returncode, got.stderr, out.read_text()) == (0, "", computed)
