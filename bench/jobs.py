@@ -45,12 +45,13 @@ def prepare(n: int, cache: Path, jobs: int) -> tuple[Path, dict]:
     if not facts.exists():
         write_job(traces, n, TEMPLATES)
         shutil.rmtree(store, ignore_errors=True)
-        started = time.perf_counter()
-        subprocess.run(traceduck("ingest", str(traces), "--store", str(store), "--jobs", str(jobs), "-q"), check=True)
-        ingest_s = time.perf_counter() - started
+        ingest_s, ingest_rss, code = measure(traceduck("ingest", str(traces), "--store", str(store), "--jobs", str(jobs), "-q"))
+        if code:
+            raise SystemExit(f"ingest of {traces} failed")
         size = sum(f.stat().st_size for f in (store / "runs").rglob("*") if f.is_file())
         events = sum(1 for _ in traces.iterdir())
-        facts.write_text(json.dumps({"ingest_s": ingest_s, "store_bytes": size, "files": events}))
+        facts.write_text(json.dumps({"ingest_s": ingest_s, "ingest_rss_mb": ingest_rss, "store_bytes": size,
+                                     "files": events}))
     return store, json.loads(facts.read_text())
 
 
@@ -89,9 +90,12 @@ def main(argv: list[str] | None = None) -> int:
         if not args.packed_only:
             shutil.rmtree(store / "packs", ignore_errors=True)
         per_run = {} if args.packed_only else latencies(store, 1, formats=formats)  # the slow case, once
-        started = time.perf_counter()
-        subprocess.run(traceduck("compact", "--store", str(store)), check=True, capture_output=True)
-        compact_s = time.perf_counter() - started
+        compact_s, compact_rss, code = measure(traceduck("compact", "--store", str(store)))
+        if code:
+            raise SystemExit(f"compact of {store} failed")
+        pack_bytes = sum(f.stat().st_size for f in (store / "packs").rglob("*") if f.is_file())
+        print(f"{n} ranks: ingest {facts['ingest_s']:.1f} s ({facts.get('ingest_rss_mb', 0):.0f} MB), compact "
+              f"{compact_s:.1f} s ({compact_rss:.0f} MB), pack {pack_bytes / 1e6:.1f} MB", file=sys.stderr, flush=True)
         packed = latencies(store, args.repeat, formats=formats)
         every = latencies(store, args.repeat, [["report", r] for r in REPORTS], formats) if args.every_report else {}
         rows.append((n, facts, compact_s, per_run, packed, every))
