@@ -191,3 +191,20 @@ def test_ranks_added_over_time_answer_as_one_ingest(tmp_path, capsys):
     (pack,) = os.listdir(over_time / "packs")  # the packs of four and two are superseded
     assert packed(over_time, "overview") and packed(over_time, "ranks")
     assert report_json(capsys, over_time) == expected
+
+
+@pytest.mark.slow  # 40 s
+def test_a_pack_over_more_runs_than_the_cap_keeps_no_job_rows(tmp_path, capsys, monkeypatch):
+    """Over more than JOB_ROWS_MAX_RUNS runs compact keeps no job report rows (they compare all of a
+    job's ranks at once, and their memory grows with the job): the reports compute, the same answer."""
+    from traceduck import compaction
+
+    store = tmp_path / "store"
+    traceduck.ingest(make_job(tmp_path / "job", 3), store=store)
+    before = outputs(capsys, store, [[]])
+    monkeypatch.setattr(compaction, "JOB_ROWS_MAX_RUNS", 2)
+    assert cli(capsys, "compact", "--store", store)[0] == 0
+    pack = next((store / "packs").iterdir())
+    assert not list(pack.glob("job-report-*")) and (pack / "job-runs.parquet").is_file()
+    assert not any(packed(store, report) for report in JOB_REPORTS)
+    assert outputs(capsys, store, [[]]) == before

@@ -26,6 +26,9 @@ from .store import CHECKSUMS, Store, write_checksums
 from .viewfile import summaries_key
 
 REPORT_CHUNK = 128  # runs per pass when computing the per-run reports' rows for a pack
+# the most runs a pack computes the job reports' rows over (they compare all of a job's ranks at
+# once: overview's findings over a 1,024-rank job took 11 GB); a bigger pack's job reports compute
+JOB_ROWS_MAX_RUNS = 64
 _AGAIN = "A run may have been removed or replaced meanwhile: run `traceduck compact` again"
 
 
@@ -170,13 +173,14 @@ def _write_job_rows(store: Store, runs: list[str], tmp: Path) -> None:
     """The rows of each report that compares a job's ranks (reports.is_job_report) over all these
     runs with its default parameters (a report that needs one job: only when they are one), read
     from the pack being written and its summaries; and the runs' jobs and names as they are now
-    (reports.JOB_RUNS_FILE), which a reader compares with its own before it reads those rows."""
+    (reports.JOB_RUNS_FILE), which a reader compares with its own before it reads those rows. Over
+    more than JOB_ROWS_MAX_RUNS runs the reports' rows are not kept (the runs' file says so)."""
     held = []
     with Engine(store, run_ids=runs, pack=tmp) as engine:
         cur = engine.cursor()
         try:
             for name, report in all_reports().items():
-                if not is_job_report(report):
+                if not is_job_report(report) or len(runs) > JOB_ROWS_MAX_RUNS:
                     continue
                 if "one_job" in report.requires:
                     try:
