@@ -438,6 +438,9 @@ def _reports() -> list[str]:
 
 # the reports README lists as not portable (they read a view Spark cannot run)
 NOT_PORTABLE_REPORTS = {"roofline"}
+# reports whose translation Spark still refuses (README's "Not portable" table), with its error
+NOT_YET_IN_SPARK = {"kernel-sequences": "PARSE_SYNTAX_ERROR", "modules": "PARSE_SYNTAX_ERROR",
+                    "step-stats": "percentile_cont"}
 
 
 @pytest.mark.slow
@@ -453,6 +456,12 @@ def test_every_report_gives_duckdbs_rows_in_duckdbs_order(spark, db, views, name
     if name in NOT_PORTABLE_REPORTS:
         with pytest.raises(NotPortableError, match="reads views Spark cannot run"):
             tds.report(spark, name)
+        return
+    if name in NOT_YET_IN_SPARK:
+        from traceduck.errors import QueryError
+
+        with pytest.raises(QueryError, match=NOT_YET_IN_SPARK[name]):
+            tds.report(spark, name).collect()
         return
     df = tds.report(spark, name)
     columns, want = run_report(db, name)
@@ -510,7 +519,8 @@ spark = (SparkSession.builder.master("local[2]").appName("traceduck-venv").confi
          .config("spark.sql.shuffle.partitions", "2").getOrCreate())
 results = tds.ingest(spark, sys.argv[2:], sys.argv[1])
 views = tds.register(spark, sys.argv[1])
-print(json.dumps({"events": [r.events for r in results], "not_portable": sorted(views.not_portable)}))
+print(json.dumps({"events": [r.events for r in results], "not_portable": sorted(views.not_portable),
+                  "deferred": sorted(views.deferred)}))
 spark.stop()
 """
 
@@ -546,4 +556,7 @@ def test_spark_from_a_virtual_environment_without_pyspark_python(tmp_path):
     assert all(n > 0 for n in got["events"]) and len(got["events"]) == 2
     assert "No module named" not in p.stderr
     assert not [line for line in p.stderr.splitlines() if "ERROR" in line or line.startswith("\tat ")], p.stderr[-3000:]
-    assert set(got["not_portable"]) == readme_not_portable_views()
+    # the views whose rows register computes only when asked (compute=True) are deferred: critical_path,
+    # and op_cost, which Spark then refuses (README)
+    assert got["deferred"] == ["critical_path", "op_cost"]
+    assert set(got["not_portable"]) | {"op_cost"} == readme_not_portable_views()
