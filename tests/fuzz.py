@@ -323,17 +323,27 @@ def drop_quotes(data, rng):
 _KEY = re.compile(rb'"(ts|dur|pid|tid|name|ph|cat|args|id)": ?("[^"\\]*"|-?[0-9.eE+]+|\{\}|null|true|false)')
 
 
-def duplicate_keys(data, rng):
-    """A key of some events written twice, the second time with another value (numbers as strings,
-    strings as numbers)."""
-    matches = list(_KEY.finditer(data))
+def _edit_some(data, rng, pattern, most, edit):
+    """`data` with between 1 and `most` of `pattern`'s matches (chosen by `rng`) each replaced by
+    `edit(m)`: (start, end, bytes) of the span to write; the last match first, so spans stay put."""
+    matches = list(pattern.finditer(data))
     if not matches:
         return data
     b = data
-    for m in sorted(rng.sample(matches, min(len(matches), rng.randint(1, 20))), key=lambda m: -m.start()):
-        other = rng.choice([b'"1"', b"1", b"-5", b"null", b'"X"', b"1e400", b"NaN", b"[]", b"{}", m.group(2)])
-        b = b[:m.end()] + b', "' + m.group(1) + b'": ' + other + b[m.end():]
+    for m in sorted(rng.sample(matches, min(len(matches), rng.randint(1, most))), key=lambda m: -m.start()):
+        start, end, text = edit(m)
+        b = b[:start] + text + b[end:]
     return b
+
+
+def duplicate_keys(data, rng):
+    """A key of some events written twice, the second time with another value (numbers as strings,
+    strings as numbers)."""
+    def again(m):
+        other = rng.choice([b'"1"', b"1", b"-5", b"null", b'"X"', b"1e400", b"NaN", b"[]", b"{}", m.group(2)])
+        return m.end(), m.end(), b', "' + m.group(1) + b'": ' + other
+
+    return _edit_some(data, rng, _KEY, 20, again)
 
 
 _NUMBER = re.compile(rb"(?<=[:\[,] )-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?|(?<=[:\[,])-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?")
@@ -341,37 +351,22 @@ _NUMBER = re.compile(rb"(?<=[:\[,] )-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?|(?<=[:
 
 def number_literals(data, rng):
     """Some numbers replaced by huge, negative, NaN and Infinity literals (text JSON cannot hold)."""
-    matches = list(_NUMBER.finditer(data))
-    if not matches:
-        return data
-    b = data
-    for m in sorted(rng.sample(matches, min(len(matches), rng.randint(1, 30))), key=lambda m: -m.start()):
-        b = b[:m.start()] + rng.choice(NUMBERS) + b[m.end():]
-    return b
+    return _edit_some(data, rng, _NUMBER, 30, lambda m: (m.start(), m.end(), rng.choice(NUMBERS)))
 
 
 def numbers_as_strings(data, rng):
-    matches = list(_NUMBER.finditer(data))
-    if not matches:
-        return data
-    b = data
-    for m in sorted(rng.sample(matches, min(len(matches), rng.randint(1, 50))), key=lambda m: -m.start()):
-        b = b[:m.start()] + b'"' + m.group(0) + b'"' + b[m.end():]
-    return b
+    return _edit_some(data, rng, _NUMBER, 50, lambda m: (m.start(), m.end(), b'"' + m.group(0) + b'"'))
 
 
 _STRING = re.compile(rb'"[^"\\]{1,40}"')
 
 
 def strings_as_numbers(data, rng):
-    matches = list(_STRING.finditer(data))
-    if not matches:
-        return data
-    b = data
-    for m in sorted(rng.sample(matches, min(len(matches), rng.randint(1, 50))), key=lambda m: -m.start()):
+    def number(m):
         inner = m.group(0)[1:-1]
-        b = b[:m.start()] + (inner if re.fullmatch(rb"-?[0-9.eE+]+", inner) else rng.choice(NUMBERS)) + b[m.end():]
-    return b
+        return m.start(), m.end(), inner if re.fullmatch(rb"-?[0-9.eE+]+", inner) else rng.choice(NUMBERS)
+
+    return _edit_some(data, rng, _STRING, 50, number)
 
 
 def invalid_utf8(data, rng):
