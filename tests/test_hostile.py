@@ -185,7 +185,7 @@ def test_splitter_reads_a_huge_event_in_linear_time(tmp_path):
             chunks = list(reader.chunks())
             times.append(time.process_time() - started)
         assert json.loads(b"[" + b",".join(chunks) + b"]") == expected
-    assert times[1] < 3 * times[0] + 0.05, times
+    assert times[1] < 8 * times[0] + 0.05, times
 
 
 @pytest.mark.slow  # 2 s
@@ -240,10 +240,12 @@ def test_long_strings_under_repair_are_linear(tmp_path):
 @pytest.mark.slow  # several seconds: new processes or a store built for it
 def test_repair_reads_a_long_string_in_linear_time(tmp_path, monkeypatch):
     """The streaming parser alone, reading 64 KB at a time, where scanning the string again on
-    every read shows at a few MB."""
+    every read shows at a few MB: the repair's scan, and yajl's, which lexes a string cut by the
+    end of a piece fed to it again from its start (4/8/16 MB took 0.07/0.42/1.59 s in yajl alone
+    with 64 KB pieces). Four times the length: linear is about 4x the time, once per read 16x."""
     monkeypatch.setattr(streaming, "READ", 64 << 10)
     times = []
-    for size in (4 * MB, 8 * MB):
+    for size in (4 * MB, 16 * MB):
         path = repair_string_trace(tmp_path / f"{size}.json", size)
         best = float("inf")
         for _ in range(3):  # best of three: one slow first read (page cache, allocator) is not the parser
@@ -255,7 +257,7 @@ def test_repair_reads_a_long_string_in_linear_time(tmp_path, monkeypatch):
             assert len(events) == 2 and events[1]["args"]["s"] == "a" * size + "\t"
             assert stream.warnings == {CONTROL_CHAR: 1}
         times.append(best)
-    assert times[1] < 3 * times[0] + 0.05, times
+    assert times[1] < 8 * times[0] + 0.05, times
 
 
 @pytest.mark.slow

@@ -19,7 +19,7 @@ import duckdb
 
 from .errors import StoreError
 from .sqltext import literal
-from .store import Store
+from .store import Store, read_open_row_file
 from .viewfile import RUNS_ROWS, runs_rows_sql
 
 LOST_FILE_RETRIES = 5  # queries retried while a run's file is replaced or removed under them (engine.py)
@@ -88,14 +88,13 @@ class RunsRows:
         """The rows of these runs' runs.parquet (an Arrow table, columns as each file has them) and the
         identity of each file read, taken from the open file itself."""
         import pyarrow as pa
-        import pyarrow.parquet as pq
 
         known = {c.name for c in _runs_columns()}
         tables, read = [], {}
         for run in runs:
             with open(self.store.run_file(run, "runs.parquet"), "rb") as f:
                 st = os.fstat(f.fileno())
-                table = pq.read_table(f)
+                table = read_open_row_file(f)
             tables.append(table.select([c for c in table.column_names if c in known]))
             read[run] = (st.st_ino, st.st_mtime_ns, st.st_size)
         return pa.concat_tables(tables, promote_options="permissive"), read

@@ -141,10 +141,17 @@ def read_row_file(path: Path | str, columns: list[str] | None = None):
     """A run's runs.parquet as an Arrow table, read through one open file: `label` and `rename`
     rename a new one over it at any moment, and `pq.read_table(path)` opens the path more than once
     (the footer of one file with the pages of the other fail as a damaged file)."""
+    with open(path, "rb") as f:
+        return read_open_row_file(f, columns)
+
+
+def read_open_row_file(f, columns: list[str] | None = None):
+    """An open runs.parquet as an Arrow table, read on this thread: a Python file read by Arrow's
+    thread pool leaves a thread that aborts the process at exit ("terminate called without an
+    active exception", most exits with pyarrow 26), and a one-row file gains nothing from threads."""
     import pyarrow.parquet as pq
 
-    with open(path, "rb") as f:
-        return pq.read_table(f, columns=columns)
+    return pq.read_table(f, columns=columns, use_threads=False)
 
 
 CHECKSUMS = "checksums.json"  # beside a run's or a pack's files: what `traceduck check` verifies

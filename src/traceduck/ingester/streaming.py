@@ -85,6 +85,7 @@ class StreamingEvents:
         coro = ijson.basic_parse_coro(events, use_float=False)
         fed = 0  # repaired bytes fed so far
         tail = b""  # the end of the repaired text fed so far
+        feed = FEED  # bytes handed to ijson in the next piece
         while True:
             # The repairer holds back a string cut by the end of a read and scans it again with
             # the next: reading at least as much as it holds keeps a string of any length to a
@@ -96,15 +97,21 @@ class StreamingEvents:
                 raise too_large(self.source, self.repairer.consumed, exact=False)
             fault = self.repairer.fault
             tail = (tail + out[-_TAIL:])[-_TAIL:]
-            for start in range(0, len(out), FEED):
-                piece = out[start:start + FEED]
+            start = 0
+            while start < len(out):
+                piece = out[start:start + feed]
                 try:
                     coro.send(piece)
                 except ijson.JSONError as e:
                     yield from events
-                    if final and start + FEED >= len(out) and self._cut_in_token(tail):
+                    if final and start + len(piece) >= len(out) and self._cut_in_token(tail):
                         raise Cut("the trace is truncated", self.source.offset, truncated=True) from None
                     raise Cut(_first_line(e), self._input_offset(fed + start + len(piece)), exact=False) from None
+                # yajl lexes a token cut by a piece's end again from its start with the next piece:
+                # a piece that gave no event (inside one long string) makes the next one twice as
+                # long, so a string of any length is lexed a few times in all, not once per FEED.
+                feed = FEED if events else feed * 2
+                start += len(piece)
                 yield from events
                 del events[:]
             fed += len(out)
