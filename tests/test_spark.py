@@ -438,9 +438,6 @@ def _reports() -> list[str]:
 
 # the reports README lists as not portable (they read a view Spark cannot run)
 NOT_PORTABLE_REPORTS = {"roofline"}
-# reports whose translation Spark still refuses (README's "Not portable" table), with its error
-NOT_YET_IN_SPARK = {"kernel-sequences": "PARSE_SYNTAX_ERROR", "modules": "PARSE_SYNTAX_ERROR",
-                    "step-stats": "percentile_cont"}
 
 
 @pytest.mark.slow
@@ -456,12 +453,6 @@ def test_every_report_gives_duckdbs_rows_in_duckdbs_order(spark, db, views, name
     if name in NOT_PORTABLE_REPORTS:
         with pytest.raises(NotPortableError, match="reads views Spark cannot run"):
             tds.report(spark, name)
-        return
-    if name in NOT_YET_IN_SPARK:
-        from traceduck.errors import QueryError
-
-        with pytest.raises(QueryError, match=NOT_YET_IN_SPARK[name]):
-            tds.report(spark, name).collect()
         return
     df = tds.report(spark, name)
     columns, want = run_report(db, name)
@@ -491,21 +482,33 @@ def test_critical_path_view_is_duckdbs(spark, db, views):
 
 # a public trace with CUDA graphs (cudaGraphLaunch): the cuda-graphs report has rows there
 GRAPHS = HTA + "negative_queue_length_values_check/rank0.json.gz"
+# with_stack and with_modules: the modules report has rows there, kernel-sequences ties in mode()
+BERT = "public/AMD-AGI__TraceLens/tests/traces/h100/gaunernst_bert-small-uncased__1016001.json.gz"
+# (report, parameters, fewest rows DuckDB gives): parameters that change the translated SQL
+# (a window frame bound, list slices by depth, percentiles over warm-up steps too)
+ON_GRAPHS_AND_BERT = [("cuda-graphs", [], 10), ("modules", [], 80), ("modules", ["depth=2", "merge_instances=true"], 3),
+                      ("kernel-sequences", ["length=1"], 8), ("kernel-sequences", ["length=4", "min_count=1"], 20),
+                      ("step-stats", ["include_warmup=true"], 1)]
 
 
 @pytest.mark.slow  # registers another store: keep it after the tests of the two ranks
-def test_cuda_graphs_report_on_a_trace_with_graphs(spark, tmp_path_factory):
+def test_reports_with_parameters_on_traces_with_graphs_and_modules(spark, tmp_path_factory):
     from traceduck import spark as tds
     from conftest import run_report
 
     path = tmp_path_factory.mktemp("graphs") / "store"
-    traceduck.ingest([shared_dir() / GRAPHS], store=path)
+    traceduck.ingest([shared_dir() / GRAPHS, shared_dir() / BERT], store=path)
     tds.register(spark, path)
     with traceduck.open(path) as d:
-        columns, want = run_report(d, "cuda-graphs")
-    df = tds.report(spark, "cuda-graphs")
-    assert len(want) >= 10 and df.columns == columns
-    assert rows_of(df.collect()) == [tuple(value(v) for v in r) for r in want]
+        for name, params, fewest in ON_GRAPHS_AND_BERT:
+            columns, want = run_report(d, name, params=params)
+            df = tds.report(spark, name, params=params)
+            assert len(want) >= fewest and df.columns == columns, (name, params, len(want))
+            got = rows_of(df.collect())
+            want = [tuple(value(v) for v in r) for r in want]
+            assert len(got) == len(want), (name, params)
+            for g, w in zip(got, want):
+                assert len(g) == len(w) and all(same(a, b) for a, b in zip(g, w)), (name, params, g, w)
 
 
 # --- from a virtual environment, as a user runs it ----------------------------------------------------

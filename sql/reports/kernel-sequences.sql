@@ -14,8 +14,8 @@
 -- column: avg_span_ns BIGINT [detail] -- average time from the first kernel's start to the last kernel's end, ns
 -- column: avg_kernel_ns BIGINT [detail] -- average GPU time of one occurrence's kernels, ns
 -- column: streams BIGINT [detail] -- streams the sequence occurs on
--- column: first_op VARCHAR [result] -- CPU op that launched the first kernel (the most common one)
--- column: first_call_site VARCHAR [detail] -- Python call site of that launch (the most common one)
+-- column: first_op VARCHAR [result] -- CPU op that launched the first kernel (the most common one; of equally common ones, the first by name)
+-- column: first_call_site VARCHAR [detail] -- Python call site of that launch (the most common one; of equally common ones, the first by text)
 WITH k AS (
   SELECT run_id, device, stream, event_id, name, ts_ns, dur_ns, op_name, call_site
   FROM gpu_kernels WHERE run_id IN (SELECT run_id FROM report_runs) AND dur_ns >= 0
@@ -33,9 +33,10 @@ WITH k AS (
   SELECT run_id, array_to_string(names, ' | ') AS sequence, count(*) AS occurrences,
          sum(kernel_ns)::BIGINT AS kernel_time_ns, round(avg(span_ns))::BIGINT AS avg_span_ns,
          round(avg(kernel_ns))::BIGINT AS avg_kernel_ns, count(DISTINCT (device, stream)) AS streams,
-         mode(op_name) AS first_op, mode(call_site) AS first_call_site
+         mode(op_name ORDER BY op_name) AS first_op,
+         mode(call_site ORDER BY call_site) AS first_call_site
   FROM w
-  WHERE len(names) = greatest($length, 1)
+  WHERE array_length(names) = greatest($length, 1)
   GROUP BY run_id, names
   HAVING count(*) >= $min_count
 ), ranked AS (

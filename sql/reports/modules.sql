@@ -32,9 +32,9 @@ WITH calls AS (
   FROM module_kernels WHERE run_id IN (SELECT run_id FROM report_runs)
 ), kernel_paths AS (
   -- each kernel under every module on its path, down to the folding depth
-  SELECT run_id, event_id, ts_ns, dur_ns, step, array_to_string(parts[1:i], ' > ') AS module_path,
-         i = least(len(parts), CASE WHEN $depth > 0 THEN $depth ELSE len(parts) END) AS is_self
-  FROM kernels, unnest(range(1, least(len(parts), CASE WHEN $depth > 0 THEN $depth ELSE len(parts) END) + 1)) AS t(i)
+  SELECT run_id, event_id, ts_ns, dur_ns, step, array_to_string(list_slice(parts, 1, i), ' > ') AS module_path,
+         i = least(array_length(parts), CASE WHEN $depth > 0 THEN $depth ELSE array_length(parts) END) AS is_self
+  FROM kernels, unnest(range(1, least(array_length(parts), CASE WHEN $depth > 0 THEN $depth ELSE array_length(parts) END) + 1)) AS t(i)
 ), kernel_union AS (
   SELECT *, max(ts_ns + dur_ns) OVER (PARTITION BY run_id, module_path ORDER BY ts_ns, event_id
                                       ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_end
@@ -58,8 +58,8 @@ WITH calls AS (
          string_split(module_path, ' > ') AS parts
   FROM cpu c FULL JOIN gpu g USING (run_id, module_path)
 )
-SELECT n.run_id, r.name AS run_name, n.module_path, n.parts[-1] AS module, len(n.parts)::BIGINT AS module_depth,
-       CASE WHEN len(n.parts) > 1 THEN array_to_string(n.parts[1:-2], ' > ') END AS parent_path,
+SELECT n.run_id, r.name AS run_name, n.module_path, list_extract(n.parts, -1) AS module, array_length(n.parts)::BIGINT AS module_depth,
+       CASE WHEN array_length(n.parts) > 1 THEN array_to_string(list_slice(n.parts, 1, -2), ' > ') END AS parent_path,
        coalesce(n.calls, 0) AS calls, coalesce(n.cpu_ns, 0) AS cpu_ns,
        coalesce(n.kernels, 0) AS kernels, coalesce(n.gpu_ns, 0) AS gpu_ns, coalesce(n.gpu_busy_ns, 0) AS gpu_busy_ns,
        coalesce(n.self_gpu_ns, 0) AS self_gpu_ns,

@@ -289,6 +289,19 @@ def _spark_fixes(tree, where: str):
                 value, q = node.this, node.args["expression"]
             return exp.WithinGroup(this=exp.Anonymous(this="PERCENTILE_DISC", expressions=[q.copy()]),
                                    expression=exp.Order(expressions=[exp.Ordered(this=value.copy(), nulls_first=False)]))
+        # quantile_cont(x, q): Spark's percentile(x, q) interpolates between the closest ranks as
+        # DuckDB does (its percentile_cont takes only `(q) WITHIN GROUP (ORDER BY x)`)
+        if type(node).__name__ in ("PercentileCont", "QuantileCont") and node.args.get("expression") is not None:
+            return exp.Anonymous(this="PERCENTILE", expressions=[node.this.copy(), node.args["expression"].copy()])
+        # count(DISTINCT (a, b)): DuckDB counts distinct structs (a NULL field counts); Spark reads
+        # `(a, b)` there as a syntax error, and count(DISTINCT a, b) would skip rows with a NULL
+        if isinstance(node, exp.Tuple) and isinstance(node.parent, exp.Distinct) and node.arg_key == "expressions" \
+                and isinstance(node.parent.parent, exp.Count):
+            return exp.Anonymous(this="STRUCT", expressions=[e.copy() for e in node.expressions])
+        # mode(x ORDER BY x): the most common x, ties to the least (DuckDB keeps the first seen)
+        if isinstance(node, exp.Mode) and isinstance(node.this, exp.Order) and len(node.this.expressions) == 1 \
+                and node.this.expressions[0].this == node.this.this and not node.this.expressions[0].args.get("desc"):
+            return exp.Anonymous(this="MODE", expressions=[node.this.this.copy(), exp.true()])
         # HUGEINT: Spark's widest integer is a DECIMAL(38, 0) (gpu_time's packed counts fit in it)
         if isinstance(node, exp.DataType) and node.this == exp.DataType.Type.INT128:
             return exp.DataType.build("DECIMAL(38, 0)")
@@ -303,6 +316,15 @@ def _spark_fixes(tree, where: str):
                     return exp.Anonymous(this="TRY_ELEMENT_AT", expressions=[e.copy().transform(element_at) for e in n.expressions])
                 return n
             return element_at(node)
+        # list_slice(l, a, b): elements a to b counting from 1, both included, a negative bound
+        # counting from the end (-1 the last); Spark's slice takes a start and a length
+        if isinstance(node, exp.Anonymous) and node.name.lower() in ("list_slice", "array_slice") \
+                and len(node.expressions) == 3 or isinstance(node, exp.ArraySlice):
+            if isinstance(node, exp.ArraySlice):
+                items, begin, end = node.this, node.args.get("start"), node.args.get("end")
+            else:
+                items, begin, end = node.expressions
+            return _list_slice(items.transform(fix), begin.transform(fix), end.transform(fix))
         # map_extract(m, k)[1]: the value of key k, NULL when absent
         if isinstance(node, exp.Bracket) and isinstance(node.this, exp.Anonymous) and node.this.name.lower() == "map_extract":
             return exp.Anonymous(this="TRY_ELEMENT_AT", expressions=[e.copy() for e in node.this.expressions])
@@ -377,6 +399,9 @@ def _spark_fixes(tree, where: str):
         if isinstance(node, exp.Filter) and isinstance(node.this, exp.ArrayAgg):
             return _null_when_empty(exp.Filter(this=exp.Anonymous(this="COLLECT_LIST", expressions=[node.this.this.copy()]),
                                                expression=node.expression.copy()))
+        # list(x) OVER (... ROWS ...): a frame of rows is never empty (it holds the current row)
+        if isinstance(node, exp.ArrayAgg) and isinstance(node.parent, exp.Window):
+            return exp.Anonymous(this="COLLECT_LIST", expressions=[node.this.copy()])
         if isinstance(node, exp.ArrayAgg) and not isinstance(node.parent, exp.Filter):
             return _null_when_empty(exp.Anonymous(this="COLLECT_LIST", expressions=[node.this.copy()]))
         # first(x ORDER BY ...) / last(...): the first / last of the ordered list
@@ -538,6 +563,25 @@ def _ordered_list(agg, where_clause):
     sort = exp.Anonymous(this="ARRAY_SORT", expressions=[collected, comparator])
     keep = exp.Lambda(this=exp.column("v", table="__s"), expressions=[exp.to_identifier("__s")])
     return _null_when_empty(exp.Anonymous(this="TRANSFORM", expressions=[sort, keep]))
+
+
+def _list_slice(items, begin, end):
+    """Spark's SLICE(l, start, length) for DuckDB's list_slice(l, begin, end) (see _spark_fixes)."""
+    from sqlglot import exp
+
+    size = exp.Anonymous(this="SIZE", expressions=[items.copy()])
+
+    def position(bound):
+        if isinstance(bound, exp.Literal) and not bound.is_string and int(bound.this) >= 0:
+            return bound.copy()
+        negative = exp.LT(this=bound.copy(), expression=exp.Literal.number(0))
+        from_end = exp.Add(this=exp.Add(this=size.copy(), expression=bound.copy()), expression=exp.Literal.number(1))
+        return exp.Case(ifs=[exp.If(this=negative, true=from_end)], default=bound.copy())
+
+    start = exp.Greatest(this=position(begin), expressions=[exp.Literal.number(1)])
+    length = exp.Sub(this=exp.Add(this=position(end), expression=exp.Literal.number(1)), expression=start.copy())
+    return exp.Anonymous(this="SLICE", expressions=[
+        items.copy(), start, exp.Greatest(this=exp.Paren(this=length), expressions=[exp.Literal.number(0)])])
 
 
 def _null_when_empty(array):
@@ -1030,6 +1074,32 @@ def staged(spark: SparkSession, sql: str, params: dict | None = None) -> DataFra
             spark.catalog.dropTempView(view)
 
 
+def _literal_frame_bounds(sql: str, params: dict | None) -> str:
+    """Spark takes only a literal as a window frame's bound (`ROWS BETWEEN CURRENT ROW AND 2
+    FOLLOWING`); a bound computed from a report's parameters (`greatest($length, 1) - 1`) is
+    computed here, with the parameters' values, by DuckDB, and written as that literal."""
+    import duckdb
+    from sqlglot import exp
+
+    if not params or not re.search(r"\b(ROWS|RANGE)\s+BETWEEN\b", sql, re.IGNORECASE):
+        return sql
+    tree = _parse_spark_query(sql)
+    changed = False
+    for spec in tree.find_all(exp.WindowSpec):
+        for side in ("start", "end"):
+            bound = spec.args.get(side)
+            if not isinstance(bound, exp.Expression) or isinstance(bound, exp.Literal) \
+                    or not any(bound.find_all(exp.Placeholder)):
+                continue
+            spark_text = bound.sql(dialect="spark")
+            used = {k: v for k, v in params.items() if re.search(rf":{re.escape(k)}\b", spark_text)}
+            duckdb_text = re.sub(r":(\w+)", r"$\1", bound.sql(dialect="duckdb"))
+            value = duckdb.execute(f"SELECT ({duckdb_text})::BIGINT", used).fetchone()[0]
+            spec.set(side, exp.Literal.number(value))
+            changed = True
+    return tree.sql(dialect="spark") if changed else sql
+
+
 def _args_used(sql: str, params: dict | None) -> dict | None:
     """The named parameters a piece of a query uses (Spark refuses arguments it does not use)."""
     if not params:
@@ -1062,7 +1132,7 @@ def report(spark: SparkSession, name: str, runs: list[str] | None = None, params
         raise NotPortableError(f"report {name} reads views Spark cannot run: {reasons}")
     run_ids = prepared.run_ids
     spark.createDataFrame([(r,) for r in run_ids], "run_id STRING").createOrReplaceTempView("report_runs")
-    sql = report_sql(name)
+    sql = _literal_frame_bounds(report_sql(name), prepared.params)
     try:
         with _unlogged_query_errors():
             df = staged(spark, sql, prepared.params) if _needs_staging(sql) else spark.sql(sql, args=prepared.params or None)
