@@ -461,9 +461,10 @@ def test_every_report_gives_duckdbs_rows_in_duckdbs_order(spark, db, views, name
     want = [tuple(value(v) for v in r) for r in want]
     assert len(got) == len(want)
     if name == "overview" and got != want:
-        # it runs (in stages) and gives DuckDB's rows in number and order, but a rounded value differs
-        # in its last digit (step time 619.272 ms in Spark, 619.271 in DuckDB): not found yet where
-        pytest.xfail("overview: a value rounded differently in its last digit")
+        # it runs (in stages) and gives DuckDB's rows in number and order, but round(x, 3) of one double
+        # differs in its last digit: DuckDB rounds the double's exact value (619.2715 is stored as
+        # 619.27149999..., so 619.271), Spark its shortest decimal text half up (619.272)
+        pytest.xfail("overview: round() of a double near a tie: Spark rounds its shortest text, DuckDB its exact value")
     for g, w in zip(got, want):
         assert len(g) == len(w) and all(same(a, b) for a, b in zip(g, w)), (name, g, w)
     if name in ("critical-path", "overview", "top-kernels", "ranks", "steps"):

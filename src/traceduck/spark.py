@@ -360,18 +360,38 @@ def _spark_fixes(tree, where: str):
             return node
         if isinstance(node, exp.Window) and isinstance(node.this, exp.Identifier):  # a reference by name alone
             return node
-        # printf: Java's formatter takes no DECIMAL (a sum of integers in Spark) for %f or %d; DuckDB's converts
+        # printf: Java's formatter takes no DECIMAL (a sum of integers in Spark) for %f or %d; DuckDB's
+        # converts. And Java's %.3f rounds the shortest decimal text of a double half up (619.2715 ->
+        # 619.272), C's the double's exact value (619.27149999... -> 619.271): a plain %.Nf becomes %s
+        # of format_number(x, N), whose DecimalFormat rounds the exact value as C does, less its commas
         if isinstance(node, exp.Anonymous) and node.name.lower() in ("printf", "format_string") \
                 and node.expressions and isinstance(node.expressions[0], exp.Literal) and node.expressions[0].is_string \
                 and not node.args.get("__cast"):
-            convs = [m.group(1) for m in re.finditer(r"%(?:%|[-+ 0#,(]*\d*(?:\.\d+)?([a-zA-Z]))", node.expressions[0].this)
-                     if m.group(1)]
             args = [e.copy().transform(fix) for e in node.expressions]  # the arguments translated too
-            for i, c in enumerate(convs, start=1):
+            text, pieces, i = node.expressions[0].this, [], 0
+            last = 0
+            for m in re.finditer(r"%(?:%|([-+ 0#,(]*\d*)(\.\d+)?([a-zA-Z]))", text):
+                pieces.append(text[last:m.start()])
+                last = m.end()
+                if not m.group(3):  # %%
+                    pieces.append(m.group(0))
+                    continue
+                i += 1
+                flags, precision, c = m.group(1), m.group(2), m.group(3)
+                if i < len(args) and c == "f" and not flags:
+                    digits = int(precision[1:]) if precision else 6
+                    number = exp.Anonymous(this="FORMAT_NUMBER", expressions=[
+                        exp.Cast(this=args[i], to=exp.DataType.build("DOUBLE")), exp.Literal.number(digits)])
+                    args[i] = exp.Anonymous(this="REPLACE", expressions=[number, exp.Literal.string(","), exp.Literal.string("")])
+                    pieces.append("%s")
+                    continue
                 if i < len(args) and c.lower() in "feg":
                     args[i] = exp.Cast(this=args[i], to=exp.DataType.build("DOUBLE"))
                 elif i < len(args) and c == "d":
                     args[i] = exp.Cast(this=args[i], to=exp.DataType.build("BIGINT"))
+                pieces.append(m.group(0))
+            pieces.append(text[last:])
+            args[0] = exp.Literal.string("".join(pieces))
             out = exp.Anonymous(this="FORMAT_STRING", expressions=args)
             out.args["__cast"] = True
             return out
