@@ -483,13 +483,14 @@ def test_critical_path_view_is_duckdbs(spark, db, views):
 
 # a public trace with CUDA graphs (cudaGraphLaunch): the cuda-graphs report has rows there
 GRAPHS = HTA + "negative_queue_length_values_check/rank0.json.gz"
-# with_stack and with_modules: the modules report has rows there, kernel-sequences ties in mode()
+# with_stack and with_modules: modules, callers and overview's caller text have rows there, and
+# kernel-sequences ties in mode()
 BERT = "public/AMD-AGI__TraceLens/tests/traces/h100/gaunernst_bert-small-uncased__1016001.json.gz"
 # (report, parameters, fewest rows DuckDB gives): parameters that change the translated SQL
 # (a window frame bound, list slices by depth, percentiles over warm-up steps too)
-ON_GRAPHS_AND_BERT = [("cuda-graphs", [], 10), ("modules", [], 80), ("modules", ["depth=2", "merge_instances=true"], 3),
-                      ("kernel-sequences", ["length=1"], 8), ("kernel-sequences", ["length=4", "min_count=1"], 20),
-                      ("step-stats", ["include_warmup=true"], 1)]
+ON_GRAPHS_AND_BERT = [("cuda-graphs", [], 10), ("overview", [], 20), ("callers", [], 100), ("modules", [], 80),
+                      ("modules", ["depth=2", "merge_instances=true"], 3), ("kernel-sequences", ["length=1"], 8),
+                      ("kernel-sequences", ["length=4", "min_count=1"], 20), ("step-stats", ["include_warmup=true"], 1)]
 
 
 @pytest.mark.slow  # registers another store: keep it after the tests of the two ranks

@@ -99,15 +99,22 @@ step_stats AS (
   SELECT s.run_id, s.basis, 'function', s.call_site, sum(s.ns), any_value(b.ns)
   FROM site_ops s JOIN basis_tot b USING (run_id, basis) GROUP BY s.run_id, s.basis, s.call_site
   HAVING sum(s.ns) >= 0.25 * any_value(b.ns) AND count(*) FILTER (WHERE s.ns >= 0.1 * s.site_ns) >= 2
-), hot_calls AS MATERIALIZED (
-  -- every call behind a finding, with its shape, call site and caller (`op_calls`); a kernel's
-  -- shape and call site are those of the op that launched it
-  SELECT h.run_id, h.basis, h.kind, h.subject, t.ns, c.name, c.step, c.call_site, c.caller_chain, c.dims_text,
-         c.dtypes_text, c.input_bytes
+), hot_timed AS MATERIALIZED (
+  SELECT h.run_id, h.basis, h.kind, h.subject, t.ns, t.op_event_id
   FROM hot h
   JOIN timed t ON t.run_id = h.run_id AND t.basis = h.basis
               AND ((h.kind = 'op' AND t.name = h.subject) OR (h.kind = 'function' AND t.call_site = h.subject))
-  JOIN op_calls c ON c.run_id = t.run_id AND c.event_id = t.op_event_id
+), hot_op_names AS MATERIALIZED (
+  -- the names of the ops behind the findings: their calls' shapes are read, not every op's
+  SELECT coalesce(list(DISTINCT o.name), []::VARCHAR[]) AS names
+  FROM cpu_ops o SEMI JOIN hot_timed t ON t.run_id = o.run_id AND t.op_event_id = o.event_id
+), hot_calls AS MATERIALIZED (
+  -- every call behind a finding, with its shape, call site and caller (`op_calls`); a kernel's
+  -- shape and call site are those of the op that launched it
+  SELECT t.run_id, t.basis, t.kind, t.subject, t.ns, c.name, c.step, c.call_site, c.caller_chain, c.dims_text,
+         c.dtypes_text, c.input_bytes
+  FROM hot_timed t
+  JOIN op_calls_named((SELECT names FROM hot_op_names)) c ON c.run_id = t.run_id AND c.event_id = t.op_event_id
 ), hot_steps AS (
   SELECT run_id, basis, kind, subject, step, sum(ns) AS ns FROM hot_calls WHERE step IS NOT NULL GROUP BY ALL
 ), hot_shapes AS (
@@ -153,7 +160,7 @@ step_stats AS (
          CASE WHEN caller_chain IS NULL THEN ''
               WHEN len(string_split(caller_chain, ' < ')) <= 3 THEN printf(' (called from %s)', caller_chain)
               ELSE printf(' (called from %s < ... < %s)', string_split(caller_chain, ' < ')[1],
-                          string_split(caller_chain, ' < ')[-1]) END AS caller_part,
+                          list_extract(string_split(caller_chain, ' < '), -1)) END AS caller_part,
          CASE WHEN n_steps > 0 THEN
                 printf('%.3f ms per step (%.3f ms over the %s%s), %s calls per step%s%s',
                        in_steps_ns / n_steps / 1e6, in_steps_ns / 1e6,

@@ -1,9 +1,8 @@
 -- requires: stacks, cpu, copies
 
--- Every CPU op call with what a finding says of it: its shape (dims with the dims that grow with
--- the sequence as ranges, see `op_shapes`), dtypes, call site and caller (`call_chains`), step, and
--- the bytes of its tensor inputs. The base of report overview's findings and of reports callers and
--- callees.
+-- `op_calls` of the ops with these names only (NULL: every op): overview's findings read the
+-- calls of the ops they name.
+-- @arg names VARCHAR[] Names of the ops to read (NULL: every op).
 -- @columns-as cpu_ops: run_id, event_id, name, step, self_dur_ns, dur_ns, stack_id, call_site
 -- @column caller VARCHAR First user frame outward from the call site in another file, else the next one (see `call_chains`).
 -- @column caller_chain VARCHAR User frames after the call site up to the caller, innermost first, joined by ' < '.
@@ -11,7 +10,7 @@
 -- @column exact_dims_text VARCHAR Dims of every input, exactly as this call had them.
 -- @column dtypes_text VARCHAR A copy's or cast's 'source -> destination' dtype (`tensor_copies`), else the distinct dtypes of its tensor inputs in input order, joined by ', '.
 -- @column input_bytes BIGINT Bytes of its tensor inputs (elements times element size); NULL without shapes.
-CREATE OR REPLACE VIEW op_calls AS
+CREATE OR REPLACE MACRO op_calls_named(names) AS TABLE
 WITH sizes AS (
   -- the bytes of each op's tensor inputs
   SELECT run_id, event_id, sum(bytes)::BIGINT AS input_bytes FROM shapes WHERE member_index IS NULL GROUP BY ALL
@@ -24,9 +23,18 @@ SELECT o.run_id, o.event_id, o.name, o.step, o.self_dur_ns, o.dur_ns, o.stack_id
        z.input_bytes
 FROM cpu_ops o
 LEFT JOIN call_chains cc ON cc.run_id = o.run_id AND cc.stack_id = o.stack_id
-LEFT JOIN op_shapes s ON s.run_id = o.run_id AND s.event_id = o.event_id
+LEFT JOIN op_shapes_named(names) s ON s.run_id = o.run_id AND s.event_id = o.event_id
 LEFT JOIN sizes z ON z.run_id = o.run_id AND z.event_id = o.event_id
-LEFT JOIN tensor_copies t ON t.run_id = o.run_id AND t.event_id = o.event_id;
+LEFT JOIN tensor_copies t ON t.run_id = o.run_id AND t.event_id = o.event_id
+WHERE names IS NULL OR list_contains(names, o.name);
+
+-- Every CPU op call with what a finding says of it: its shape (dims with the dims that grow with
+-- the sequence as ranges, see `op_shapes`), dtypes, call site and caller (`call_chains`), step, and
+-- the bytes of its tensor inputs. The base of report overview's findings and of reports callers and
+-- callees. `op_calls_named` reads the ops of some names only.
+-- @columns-as op_calls_named: run_id, event_id, name, step, self_dur_ns, dur_ns, stack_id, call_site, caller, caller_chain, dims_text, exact_dims_text, dtypes_text, input_bytes
+CREATE OR REPLACE VIEW op_calls AS
+SELECT * FROM op_calls_named(NULL::VARCHAR[]);
 
 -- Bytes for a sentence: one decimal in 1000-based units ('545.3 MB', '2.4 GB', '512 bytes').
 -- @arg n BIGINT A number of bytes.

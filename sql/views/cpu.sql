@@ -35,24 +35,33 @@ LEFT JOIN (SELECT run_id, event_id, name FROM events WHERE is_top_level_op) t
 LEFT JOIN call_sites cs ON cs.run_id = o.run_id AND cs.stack_id = o.stack_id
 WHERE o.is_cpu_op;
 
--- The inputs of each op that recorded shapes (profiled with record_shapes=True), in order: one row
--- per op, the dims and dtypes of its `shapes` rows as lists. TensorList inputs are not in the lists
--- (`shapes` holds them as one row per member, with member_index). Built with list_sort on the
--- input's position rather than an ordered aggregate (3x faster over a run's ops); a column not
--- selected is not computed.
+-- `op_inputs` of the ops with these names only (NULL: every op): a report about a few ops reads
+-- their shapes, not every op's.
+-- @arg names VARCHAR[] Names of the ops to read (NULL: every op).
 -- @columns-as cpu_ops: run_id, event_id
 -- @column input_dims BIGINT[][] The dims of every input, in order (NULL for an input without dims).
 -- @column input_dims_text VARCHAR input_dims as text, e.g. '[[8, 16], [16, 4]]' (the input_dims of top-ops and op_cost).
 -- @column input_dtypes VARCHAR[] The dtype of every input, in order (NULL for non-tensor inputs).
-CREATE OR REPLACE VIEW op_inputs AS
+CREATE OR REPLACE MACRO op_inputs_named(names) AS TABLE
 SELECT run_id, event_id, input_dims, input_dims::VARCHAR AS input_dims_text, input_dtypes
 FROM (
   SELECT run_id, event_id,
          list_transform(list_sort(list({'i': input_index, 'd': dims}), 'ASC', 'NULLS LAST'), lambda x: x.d) AS input_dims,
          list_transform(list_sort(list({'i': input_index, 't': dtype}), 'ASC', 'NULLS LAST'), lambda x: x.t) AS input_dtypes
-  FROM shapes WHERE member_index IS NULL
+  FROM shapes
+  WHERE member_index IS NULL
+    AND (names IS NULL OR (run_id, event_id) IN (SELECT (run_id, event_id) FROM cpu_ops WHERE list_contains(names, name)))
   GROUP BY run_id, event_id
 );
+
+-- The inputs of each op that recorded shapes (profiled with record_shapes=True), in order: one row
+-- per op, the dims and dtypes of its `shapes` rows as lists. TensorList inputs are not in the lists
+-- (`shapes` holds them as one row per member, with member_index). Built with list_sort on the
+-- input's position rather than an ordered aggregate (3x faster over a run's ops); a column not
+-- selected is not computed. `op_inputs_named` reads the ops of some names only.
+-- @columns-as op_inputs_named: run_id, event_id, input_dims, input_dims_text, input_dtypes
+CREATE OR REPLACE VIEW op_inputs AS
+SELECT * FROM op_inputs_named(NULL::VARCHAR[]);
 
 -- The text of a dim that may be a range: '8', or '1005..1007' when lo and hi differ.
 -- @arg lo BIGINT The dim, or the smallest value of a range.
@@ -79,26 +88,21 @@ CASE WHEN lo IS NULL THEN NULL
                                                 lambda in_at: coalesce(dims_range_text(list_extract(lo, in_at), list_extract(hi, in_at)), 'NULL')),
                                  ', ') || ']' END;
 
--- Each op's input dims with the dims that grow with the sequence as ranges. In a decode loop a dim
--- of an op's inputs often grows by one each step ([1005, 8, 128], [1006, 8, 128], ...). Ops of one
--- run with the same name, call site, input dtypes and input ranks form a group; when every
--- profiler step (and the ops outside every step, as one more) holds the same number of distinct
--- shapes of the group, the k-th shape of each step (in the order of their dims) are one shape that
--- changes from step to step, and a dim position where their values differ varies. dims_lo/dims_hi
--- are the op's input dims with each varying position widened to the smallest and largest value it
--- takes; other dims are the op's own, so two shapes of one step never merge. Reports group ops by
--- (dims_lo, dims_hi) and show dims_text ('[[1005..1007, 8, 128]]'), or the exact dims when asked.
+-- `op_shapes` of the ops with these names only (NULL: every op): a group holds ops of one name, so
+-- an op's ranges are the same either way.
+-- @arg names VARCHAR[] Names of the ops to read (NULL: every op).
 -- @columns-as op_inputs: run_id, event_id, input_dims, input_dtypes
 -- @column dims_lo BIGINT[][] input_dims with each dim that varies across steps at its smallest value.
 -- @column dims_hi BIGINT[][] input_dims with each dim that varies across steps at its largest value.
 -- @column dims_text VARCHAR dims_lo and dims_hi as text, a varying dim as lo..hi: '[[1005..1007, 8, 128]]'.
 -- @column has_range BOOLEAN True when some dim varies across steps.
-CREATE OR REPLACE VIEW op_shapes AS
+CREATE OR REPLACE MACRO op_shapes_named(names) AS TABLE
 WITH ops AS (
   SELECT o.run_id, o.event_id, o.step, i.input_dims, i.input_dtypes,
          concat_ws(chr(1), o.name, coalesce(o.call_site, ''), i.input_dtypes::VARCHAR,
                    list_transform(i.input_dims, lambda d: array_length(d))::VARCHAR) AS shape_group
-  FROM cpu_ops o JOIN op_inputs i USING (run_id, event_id)
+  FROM cpu_ops o JOIN op_inputs_named(names) i USING (run_id, event_id)
+  WHERE names IS NULL OR list_contains(names, o.name)
 ), step_shapes AS (
   -- each group's distinct shapes per step, numbered in the order of their dims
   SELECT *, row_number() OVER (PARTITION BY run_id, shape_group, step ORDER BY input_dims) AS lineage,
@@ -140,6 +144,20 @@ SELECT run_id, event_id, input_dims, input_dtypes,
        CASE WHEN ranges IS NULL THEN input_dims::VARCHAR ELSE inputs_range_text(lo, hi) END AS dims_text,
        ranges IS NOT NULL AS has_range
 FROM widened;
+
+-- Each op's input dims with the dims that grow with the sequence as ranges. In a decode loop a dim
+-- of an op's inputs often grows by one each step ([1005, 8, 128], [1006, 8, 128], ...). Ops of one
+-- run with the same name, call site, input dtypes and input ranks form a group; when every
+-- profiler step (and the ops outside every step, as one more) holds the same number of distinct
+-- shapes of the group, the k-th shape of each step (in the order of their dims) are one shape that
+-- changes from step to step, and a dim position where their values differ varies. dims_lo/dims_hi
+-- are the op's input dims with each varying position widened to the smallest and largest value it
+-- takes; other dims are the op's own, so two shapes of one step never merge. Reports group ops by
+-- (dims_lo, dims_hi) and show dims_text ('[[1005..1007, 8, 128]]'), or the exact dims when asked.
+-- `op_shapes_named` reads the ops of some names only.
+-- @columns-as op_shapes_named: run_id, event_id, input_dims, input_dtypes, dims_lo, dims_hi, dims_text, has_range
+CREATE OR REPLACE VIEW op_shapes AS
+SELECT * FROM op_shapes_named(NULL::VARCHAR[]);
 
 -- Per run and CPU op name: calls and summed self time (report overview's top ops).
 -- @summary

@@ -325,6 +325,10 @@ def _spark_fixes(tree, where: str):
             else:
                 items, begin, end = node.expressions
             return _list_slice(items.transform(fix), begin.transform(fix), end.transform(fix))
+        # l[-1]: sqlglot moves a negative index by one as it does a positive one (l[-2] in Spark, out of
+        # bounds); the SQL of sql/ says list_extract(l, -1), which becomes try_element_at
+        if isinstance(node, exp.Bracket) and len(node.expressions) == 1 and isinstance(node.expressions[0], exp.Neg):
+            raise NotPortableError(f"{where}: a negative list index (l[-1]) has no translation: use list_extract(l, -1)")
         # map_extract(m, k)[1]: the value of key k, NULL when absent
         if isinstance(node, exp.Bracket) and isinstance(node.this, exp.Anonymous) and node.this.name.lower() == "map_extract":
             return exp.Anonymous(this="TRY_ELEMENT_AT", expressions=[e.copy() for e in node.this.expressions])
