@@ -13,7 +13,10 @@
 CREATE OR REPLACE MACRO op_calls_named(names) AS TABLE
 WITH sizes AS (
   -- the bytes of each op's tensor inputs
-  SELECT run_id, event_id, sum(bytes)::BIGINT AS input_bytes FROM shapes WHERE member_index IS NULL GROUP BY ALL
+  SELECT run_id, event_id, sum(bytes)::BIGINT AS input_bytes FROM shapes
+  WHERE member_index IS NULL
+    AND (names IS NULL OR (run_id, event_id) IN (SELECT (run_id, event_id) FROM cpu_ops WHERE list_contains(names, name)))
+  GROUP BY ALL
 )
 SELECT o.run_id, o.event_id, o.name, o.step, o.self_dur_ns, o.dur_ns, o.stack_id, o.call_site,
        cc.caller, cc.caller_chain, s.dims_text, s.input_dims::VARCHAR AS exact_dims_text,
