@@ -31,15 +31,22 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def wait_for(log: Path, text: str, proc: subprocess.Popen, timeout: float = 120) -> None:
+def logged(log: Path, text: str, proc: subprocess.Popen, timeout: float = 120) -> bool:
+    """Whether a daemon wrote `text` to its log within `timeout` s (False: it exited or timed out).
+    tests/test_spark_cluster.py waits with it too."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if log.exists() and text in log.read_text(errors="replace"):
-            return
+            return True
         if proc.poll() is not None:
-            break
+            return False
         time.sleep(0.2)
-    sys.exit(f"no {text!r} in {log} after {timeout:.0f} s:\n{log.read_text(errors='replace')[-2000:]}")
+    return False
+
+
+def wait_for(log: Path, text: str, proc: subprocess.Popen, timeout: float = 120) -> None:
+    if not logged(log, text, proc, timeout):
+        sys.exit(f"no {text!r} in {log} after {timeout:.0f} s:\n{log.read_text(errors='replace')[-2000:]}")
 
 
 def main() -> None:

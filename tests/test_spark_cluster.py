@@ -5,7 +5,6 @@ Ingest the public two-rank traces through it, register the store and run reports
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -18,15 +17,12 @@ import traceduck
 from conftest import run_report, shared_dir
 from test_spark import RANKS, _missing, assert_same_rows, rows_of, value
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+from cluster import free_port, logged  # noqa: E402 - bench/cluster.py starts daemons the same way
+
 pytestmark = pytest.mark.slow
 
 WORKERS = 2
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def spark_home() -> Path:
@@ -41,13 +37,8 @@ def spark_home() -> Path:
 
 
 def wait_for_line(proc: subprocess.Popen, log: Path, text: str, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if log.exists() and text in log.read_text(errors="replace"):
-            return
-        if proc.poll() is not None:
-            break
-        time.sleep(0.2)
+    if logged(log, text, proc, timeout):
+        return
     out = log.read_text(errors="replace")[-3000:] if log.exists() else ""
     if proc.poll() is not None and ("JAVA_HOME" in out or "java: not found" in out or "No such file" in out):
         _missing(f"cannot start a Spark standalone daemon (no Java): {out[-300:]}")
