@@ -18,7 +18,7 @@ from traceduck import viewfile
 from traceduck.viewfile import CACHE_DIR, VIEWS_FILE
 from traceduck.store import Store
 
-from conftest import SAMPLES, load_json, require
+from conftest import SAMPLES, load_json, require, write_trace
 
 BUGGY = SAMPLES / "buggy.json.gz"
 FIXED = SAMPLES / "fixed.json.gz"
@@ -238,3 +238,33 @@ def test_ingest_builds_the_view_file_for_the_first_query(tmp_path, monkeypatch):
     with traceduck.open(tmp_path / "store") as db:
         assert db.sql("SELECT count(*) FROM runs").fetchall() == [(1,)]
     assert target.stat().st_mtime_ns == built  # used, not rebuilt
+
+
+def test_ingest_after_ingest_in_one_process_reads_only_the_runs_new_since(tmp_path, monkeypatch):
+    """A process that ingests file after file (a Spark worker) reads each run's row once, and again
+    only when it changed: a run renamed meanwhile keeps its new name out of the names a new run may
+    take; the names a third ingest sees are the store's names now."""
+    from traceduck import store as store_module
+
+    path = tmp_path / "store"
+    traceduck.ingest(BUGGY, store=path, name="a")
+    traceduck.ingest(FIXED, store=path, name="b")
+    read = []
+    real = store_module.read_open_row_file
+    monkeypatch.setattr(store_module, "read_open_row_file", lambda f, columns=None: read.append(f.name) or real(f, columns))
+    names = lambda: sorted(r["name"] for r in Store(path).run_rows(["name"]))  # noqa: E731
+    assert names() == ["a", "b"]
+    assert names() == ["a", "b"]
+    first = len(read)
+    assert first <= 2  # each run's row at most once (an earlier ingest of this process may have read them)
+    traceduck.rename("a", "renamed", store=path)
+    read.clear()
+    assert names() == ["b", "renamed"]
+    assert len(read) == 1 and read[0].endswith("runs.parquet")  # the renamed run's new file only
+    third = write_trace(tmp_path / "renamed.json", [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "dur": 5,
+                                                    "pid": 1, "tid": 1}])
+    (result,) = traceduck.ingest(third, store=path)  # named after its file, unless that name is taken
+    assert result.name != "renamed" and result.name.endswith("renamed")  # taken: its directory prefixed
+    read.clear()
+    assert names() == sorted(["b", "renamed", result.name])
+    assert len(read) <= 1

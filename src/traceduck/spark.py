@@ -275,6 +275,25 @@ def _spark_fixes(tree, where: str):
             numeric = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.AggFunc, exp.Window)
             if isinstance(inner, numeric) and not isinstance(inner, exp.Count):
                 return exp.Cast(this=exp.Anonymous(this="BROUND", expressions=[node.this.copy()]), to=node.to.copy())
+        # round(x, n) of a double: DuckDB rounds the double's exact value (619.2715 is stored as
+        # 619.27149999..., so 619.271; an exact tie, 0.125, away from zero: 0.13), Spark's ROUND the
+        # shortest decimal text half up (619.272). format_number(x, n) rounds the exact value (half to
+        # even, which differs only at an exact tie); an exact tie at n digits is x * 2^(n+1) integral,
+        # where the shortest text is the exact value and Spark's ROUND is DuckDB's
+        if isinstance(node, exp.Round) and isinstance(node.args.get("decimals"), exp.Literal) \
+                and not node.args["decimals"].is_string and int(node.args["decimals"].this) >= 0:
+            x = node.this.copy().transform(fix)
+            n = int(node.args["decimals"].this)
+            scaled = exp.Mul(this=exp.Paren(this=x.copy()), expression=exp.Literal.number(2 ** (n + 1)))
+            tie_or_odd = exp.Or(
+                this=exp.EQ(this=exp.Mod(this=scaled, expression=exp.Literal.number(1)), expression=exp.Literal.number(0)),
+                expression=exp.Not(this=exp.LT(this=exp.Abs(this=x.copy()), expression=exp.Literal.number("1e15"))))
+            text = exp.Anonymous(this="FORMAT_NUMBER", expressions=[
+                exp.Cast(this=x.copy(), to=exp.DataType.build("DOUBLE")), exp.Literal.number(n)])
+            exact = exp.Cast(this=exp.Anonymous(this="REPLACE", expressions=[
+                text, exp.Literal.string(","), exp.Literal.string("")]), to=exp.DataType.build("DOUBLE"))
+            return exp.Case(ifs=[exp.If(this=tie_or_odd, true=exp.Round(this=x, decimals=exp.Literal.number(n)))],
+                            default=exact)
         # any_value ignores NULLs in DuckDB
         if isinstance(node, exp.IgnoreNulls) and isinstance(node.this, exp.AnyValue):
             node = node.this

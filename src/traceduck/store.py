@@ -154,6 +154,10 @@ def read_open_row_file(f, columns: list[str] | None = None):
     return pq.read_table(f, columns=columns, use_threads=False)
 
 
+# a runs.parquet's path -> (its identity when read, its row): Store.run_rows reads a file again
+# only when it changed
+_RUN_ROW_CACHE: dict[str, tuple[tuple[int, int, int], dict]] = {}
+
 CHECKSUMS = "checksums.json"  # beside a run's or a pack's files: what `traceduck check` verifies
 MUTABLE_FILES = frozenset({"runs.parquet", CHECKSUMS})  # rewritten in place (label, rename): read, not summed
 
@@ -414,13 +418,25 @@ class Store:
 
     def run_rows(self, columns: list[str]) -> list[dict]:
         """These columns of every published run's row, read from the Parquet files (no DuckDB);
-        a run removed meanwhile is left out."""
+        a run removed meanwhile is left out. Each file is read once by this process and again only
+        when it changed (identity by inode, mtime and size, as runs_table.py): a process that
+        ingests file after file into a store (a Spark worker) reads only the runs new since its
+        last ingest, not all of them each time."""
         rows = []
         for run_id in self.run_ids():
+            path = self.run_dir(run_id) / "runs.parquet"
             try:
-                rows += read_row_file(self.run_dir(run_id) / "runs.parquet", columns=columns).to_pylist()
+                st = os.stat(path)
+                stamp = (st.st_ino, st.st_mtime_ns, st.st_size)
+                kept = _RUN_ROW_CACHE.get(str(path))
+                if kept is None or kept[0] != stamp:
+                    with open(path, "rb") as f:
+                        st = os.fstat(f.fileno())
+                        kept = ((st.st_ino, st.st_mtime_ns, st.st_size), read_open_row_file(f).to_pylist()[0])
+                    _RUN_ROW_CACHE[str(path)] = kept
             except FileNotFoundError:
                 continue
+            rows.append({c: kept[1].get(c) for c in columns})
         return rows
 
     def update_run(self, run_id: str, change: Callable[[dict], dict]) -> dict:
