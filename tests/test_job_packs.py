@@ -194,17 +194,30 @@ def test_ranks_added_over_time_answer_as_one_ingest(tmp_path, capsys):
 
 
 @pytest.mark.slow  # 40 s
-def test_a_pack_over_more_runs_than_the_cap_keeps_no_job_rows(tmp_path, capsys, monkeypatch):
-    """Over more than JOB_ROWS_MAX_RUNS runs compact keeps no job report rows (they compare all of a
-    job's ranks at once, and their memory grows with the job): the reports compute, the same answer."""
+def test_overview_over_more_runs_than_a_slice_is_packed_a_slice_at_a_time(tmp_path, capsys, monkeypatch):
+    """Over more than JOB_CHUNK runs compact computes overview's rows a slice of runs at a time (its
+    findings read every op of the runs it covers), each slice against the stragglers of the whole
+    pack: the packed rows are the rows computed over all runs at once, straggler included."""
+    import duckdb
+
     from traceduck import compaction
+    from traceduck.reports import job_report_file
 
     store = tmp_path / "store"
     traceduck.ingest(make_job(tmp_path / "job", 3), store=store)
     before = outputs(capsys, store, [[]])
-    monkeypatch.setattr(compaction, "JOB_ROWS_MAX_RUNS", 2)
+    assert '"straggler"' in before[((), "overview", "json")][1]  # the finding that compares the ranks
+    slices = []
+    real = compaction.per_run_rows
+    monkeypatch.setattr(compaction, "JOB_CHUNK", 2)
+    monkeypatch.setattr(compaction, "per_run_rows", lambda engine, name, setup=None: (
+        slices.append((name, len(engine.runs()))) if name == "overview" else None) or real(engine, name, setup))
     assert cli(capsys, "compact", "--store", store)[0] == 0
+    assert [n for name, n in slices if name == "overview"] == [2, 1]
     pack = next((store / "packs").iterdir())
-    assert not list(pack.glob("job-report-*")) and (pack / "job-runs.parquet").is_file()
-    assert not any(packed(store, report) for report in JOB_REPORTS)
+    assert not list(pack.glob("*.part"))
+    rows = duckdb.sql(f"SELECT count(DISTINCT run_id), count(*) FILTER (WHERE item = 'straggler') "
+                      f"FROM '{pack / (job_report_file('overview') + '.parquet')}'").fetchall()
+    assert rows == [(3, 1)]
+    assert all(packed(store, report) for report in JOB_REPORTS)
     assert outputs(capsys, store, [[]]) == before

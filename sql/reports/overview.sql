@@ -47,22 +47,9 @@ step_stats AS (
   SELECT run_id, collective, msg_bytes, n_ranks, calls, total_dur_ns, algbw_gb_s, busbw_gb_s,
          row_number() OVER (PARTITION BY run_id ORDER BY busbw_gb_s, total_dur_ns DESC, collective) AS rank
   FROM collective_bandwidth((SELECT ids FROM comm_runs)) WHERE side = 'gpu' AND busbw_gb_s IS NOT NULL
-), job_runs AS MATERIALIZED (
-  -- selected runs with communication whose job has another such run selected: they can be matched
-  SELECT list(run_id) AS ids FROM (
-    SELECT run_id, count(*) OVER (PARTITION BY job_id) AS n FROM run_jobs
-    WHERE run_id IN (SELECT unnest(ids) FROM comm_runs)) WHERE n > 1
-), waits AS (
-  SELECT *, sum(wait_ns) OVER (PARTITION BY job_id, collective, occurrence) AS instance_wait_ns
-  FROM collective_waits((SELECT ids FROM job_runs)) WHERE ranks_seen > 1
-), blame AS (
-  SELECT job_id, run_id, rank, count(*) FILTER (WHERE is_last) AS last_count,
-         coalesce(sum(instance_wait_ns) FILTER (WHERE is_last), 0) AS caused_ns, count(*) AS instances,
-         count(*) OVER (PARTITION BY job_id) AS ranks
-  FROM waits GROUP BY job_id, run_id, rank
 ), stragglers AS (
-  SELECT *, row_number() OVER (PARTITION BY job_id ORDER BY caused_ns DESC, rank NULLS LAST, run_id) AS pos
-  FROM blame WHERE caused_ns > 0
+  -- the straggler of each job among the selected runs (macro job_stragglers)
+  SELECT * FROM job_stragglers((SELECT list(run_id) FROM sel))
 ), launch_windows AS (
   -- kernels against the call that launched them, per profiler step (the whole run when it has
   -- no steps); one graph launch starts many kernels, so a graph's kernels are never short
@@ -225,7 +212,7 @@ step_stats AS (
   SELECT run_id, 'straggler', round(100.0 * last_count / instances, 1), '%', round(100.0 * last_count / instances, 1), caused_ns::BIGINT,
          printf('rank %s started last in %d of %d collectives matched across %d selected ranks of its job: the other ranks waited %.3f ms for it in all (report ranks names the straggler of each step)',
                 coalesce(rank::VARCHAR, '?'), last_count, instances, ranks, caused_ns / 1e6)
-  FROM stragglers WHERE pos = 1
+  FROM stragglers WHERE run_id IN (SELECT run_id FROM sel)
   UNION ALL
   SELECT run_id, 'lowest bus bandwidth', round(busbw_gb_s, 3), 'GB/s', NULL, total_dur_ns,
          printf('%s of %s messages over %d ranks reached %.3f GB/s bus bandwidth (%.3f GB/s algorithm bandwidth, %d calls, %.3f ms), the lowest of the run''s collectives of known size; compare with the link''s peak',

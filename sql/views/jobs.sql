@@ -97,3 +97,38 @@ SELECT run_id, job_id, rank, event_id, collective, occurrence, step, ts_ns,
        row_number() OVER (inst ORDER BY ts_ns DESC, rank NULLS LAST, run_id) = 1 AS is_last
 FROM numbered
 WINDOW inst AS (PARTITION BY job_id, collective, occurrence);
+
+-- The straggler of each job among the given runs: of the runs with communication kernels (some
+-- communication time in `gpu_time`) whose job has two or more of them, the run whose last starts
+-- made the others wait longest in the collectives matched across them (`collective_waits`). One
+-- row per job (none when no rank made another wait). Used by the overview report, whose rows over
+-- a packed job of many ranks `traceduck compact` computes a slice of runs at a time, with the
+-- stragglers of the whole pack computed once.
+-- @arg run_ids VARCHAR[] The runs to compare (the ranks of one job, or of several).
+-- @columns-as run_jobs: job_id, run_id, rank
+-- @column last_count BIGINT Collective instances matched across ranks in which this run started last.
+-- @column caused_ns HUGEINT Time the job's other ranks waited in those instances, ns.
+-- @column instances BIGINT Collective instances of this run matched across two or more ranks.
+-- @column ranks BIGINT Runs of the job compared.
+CREATE OR REPLACE MACRO job_stragglers(run_ids) AS TABLE
+WITH comm_runs AS MATERIALIZED (
+  SELECT list(DISTINCT run_id) AS ids FROM gpu_time()
+  WHERE run_id IN (SELECT unnest(run_ids)) AND communication_ns > 0
+), job_runs AS MATERIALIZED (
+  -- runs with communication whose job has another such run among them: they can be matched
+  SELECT list(run_id) AS ids FROM (
+    SELECT run_id, count(*) OVER (PARTITION BY job_id) AS n FROM run_jobs
+    WHERE run_id IN (SELECT unnest(ids) FROM comm_runs)) WHERE n > 1
+), waits AS (
+  SELECT *, sum(wait_ns) OVER (PARTITION BY job_id, collective, occurrence) AS instance_wait_ns
+  FROM collective_waits((SELECT ids FROM job_runs)) WHERE ranks_seen > 1
+), blame AS (
+  SELECT job_id, run_id, rank, count(*) FILTER (WHERE is_last) AS last_count,
+         coalesce(sum(instance_wait_ns) FILTER (WHERE is_last), 0) AS caused_ns, count(*) AS instances,
+         count(*) OVER (PARTITION BY job_id) AS ranks
+  FROM waits GROUP BY job_id, run_id, rank
+)
+SELECT job_id, run_id, rank, last_count, caused_ns, instances, ranks FROM (
+  SELECT *, row_number() OVER (PARTITION BY job_id ORDER BY caused_ns DESC, rank NULLS LAST, run_id) AS pos
+  FROM blame WHERE caused_ns > 0)
+WHERE pos = 1;

@@ -26,9 +26,10 @@ from .store import CHECKSUMS, Store, write_checksums
 from .viewfile import summaries_key
 
 REPORT_CHUNK = 128  # runs per pass when computing the per-run reports' rows for a pack
-# the most runs a pack computes the job reports' rows over (they compare all of a job's ranks at
-# once: overview's findings over a 1,024-rank job took 11 GB); a bigger pack's job reports compute
-JOB_ROWS_MAX_RUNS = 64
+# overview's rows over a pack of more runs than this are computed this many runs at a time (its
+# findings read every op of the runs it covers: 7-8 GB over a 1,024-rank job at once), each slice
+# against the stragglers of the whole pack (macro job_stragglers), computed once
+JOB_CHUNK = 64
 _AGAIN = "A run may have been removed or replaced meanwhile: run `traceduck compact` again"
 
 
@@ -173,21 +174,25 @@ def _write_job_rows(store: Store, runs: list[str], tmp: Path) -> None:
     """The rows of each report that compares a job's ranks (reports.is_job_report) over all these
     runs with its default parameters (a report that needs one job: only when they are one), read
     from the pack being written and its summaries; and the runs' jobs and names as they are now
-    (reports.JOB_RUNS_FILE), which a reader compares with its own before it reads those rows. Over
-    more than JOB_ROWS_MAX_RUNS runs the reports' rows are not kept (the runs' file says so)."""
+    (reports.JOB_RUNS_FILE), which a reader compares with its own before it reads those rows.
+    Overview's rows over more than JOB_CHUNK runs: see _write_overview_rows."""
     held = []
     with Engine(store, run_ids=runs, pack=tmp) as engine:
         cur = engine.cursor()
         try:
             for name, report in all_reports().items():
-                if not is_job_report(report) or len(runs) > JOB_ROWS_MAX_RUNS:
+                if not is_job_report(report):
                     continue
                 if "one_job" in report.requires:
                     try:
                         require_one_job(cur, runs, name)
                     except JobSelectionError:
                         continue
-                per_run_rows(engine, name).to_parquet(str(tmp / f"{job_report_file(name)}.parquet"))
+                target = tmp / f"{job_report_file(name)}.parquet"
+                if name == "overview" and len(runs) > JOB_CHUNK:
+                    _write_overview_rows(store, engine, runs, tmp, target)
+                else:
+                    per_run_rows(engine, name).to_parquet(str(target))
                 held.append(name)
             cur.execute(f"COPY (SELECT run_id, run_name, job_id, $held::VARCHAR[] AS reports FROM run_jobs ORDER BY run_id) "
                         f"TO {literal(str(tmp / (JOB_RUNS_FILE + '.parquet')))} (FORMAT parquet, COMPRESSION zstd)",
@@ -196,3 +201,28 @@ def _write_job_rows(store: Store, runs: list[str], tmp: Path) -> None:
             raise _failed(store, "cannot summarize the runs", e) from None
         finally:
             cur.close()
+
+
+def _write_overview_rows(store: Store, engine: Engine, runs: list[str], tmp: Path, target: Path) -> None:
+    """Overview's rows over many runs, JOB_CHUNK runs at a time, with the memory of a slice: its only
+    comparison across runs, the straggler of each job (macro job_stragglers), computed once over
+    every run of the pack (`engine`), and read by each slice in place of the macro (a temporary
+    macro of that name comes first); the rest of a run's rows depend on that run alone. The same
+    rows as one pass over every run (tests/test_job_packs.py)."""
+    stragglers = tmp / "job-stragglers.part"
+    engine.cursor().sql("SELECT * FROM job_stragglers($ids)", params={"ids": runs}).to_parquet(str(stragglers))
+    setup = (f"CREATE OR REPLACE TEMP MACRO job_stragglers(run_ids) AS TABLE "
+             f"SELECT * FROM read_parquet({literal(str(stragglers))}) WHERE list_contains(run_ids, run_id)")
+    parts = []
+    for i in range(0, len(runs), JOB_CHUNK):
+        with Engine(store, run_ids=runs[i:i + JOB_CHUNK]) as part_engine:
+            parts.append(tmp / f"overview.{i}.part")
+            per_run_rows(part_engine, "overview", setup=setup).to_parquet(str(parts[-1]))
+    con = duckdb.connect()
+    try:
+        con.execute(f"COPY (FROM read_parquet(?)) TO {literal(str(target))} (FORMAT parquet, COMPRESSION zstd)",
+                    [[str(p) for p in parts]])
+    finally:
+        con.close()
+    for p in [*parts, stragglers]:
+        p.unlink()

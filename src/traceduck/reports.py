@@ -414,14 +414,17 @@ def _resolve_run_params(runs: list[dict], report: Report, values: dict[str, obje
     return ids
 
 
-def per_run_rows(engine: Engine, name: str) -> duckdb.DuckDBPyRelation:
+def per_run_rows(engine: Engine, name: str, setup: str | None = None) -> duckdb.DuckDBPyRelation:
     """A report's rows over every run of `engine` with its default parameters, each with its
-    position within its run (__pos) and without run_name (names change), on a cursor of its own:
-    what `traceduck compact` writes into a pack (report_file; job_report_file for a job report)."""
+    position within its run (__pos) and without run_name (names change), on a cursor of its own
+    (where `setup`, SQL, runs first): what `traceduck compact` writes into a pack (report_file;
+    job_report_file for a job report)."""
     report = get_report(name)
     bound = {k: v for k, v in parse_params(report, []).items() if f"${k}" in report.sql}
     cur = engine.cursor()
     _cover(cur, selection.in_order(engine.runs()))
+    if setup:
+        cur.execute(setup)
     drop = ", run_name" if "run_name" in [c.name for c in report.columns] else ""
     return cur.sql(f"SELECT * EXCLUDE (__row{drop}), row_number() OVER (PARTITION BY run_id ORDER BY __row) AS __pos "
                    f"FROM (SELECT row_number() OVER () AS __row, * FROM ({report.query}))", params=bound)
