@@ -1,4 +1,4 @@
--- requires: gpu, communication
+-- requires: gpu, communication, activity
 -- Jobs: which runs are the ranks of one job, and how long each rank waited in its collectives.
 
 -- The job of every run, so that reports over several ranks never pair unrelated runs. A job is:
