@@ -179,7 +179,8 @@ def kernel_totals(path: Path) -> dict[str, tuple[int, int]]:
 
 
 @pytest.mark.slow  # 5 s
-def test_summaries_come_from_the_pack_only_where_they_apply(tmp_path):
+def test_summaries_come_from_the_pack_only_where_they_apply(tmp_path, monkeypatch):
+    from traceduck import compaction
     from traceduck.catalog import summaries
 
     store = tmp_path / "store"
@@ -194,10 +195,12 @@ def test_summaries_come_from_the_pack_only_where_they_apply(tmp_path):
     assert len(expected) > 10
     assert {name: (n, total) for run, name, n, total, *_ in before["kernel_stats"] if run == r0} == expected
 
+    monkeypatch.setattr(compaction, "REPORT_CHUNK", 2)  # the summaries of the three runs in two slices
     traceduck.compact(store=store)
     (pack,) = os.listdir(store / "packs")
     packed = store / "packs" / pack
     assert {f"{s.name}.parquet" for s in summaries()} <= {f.name for f in packed.iterdir()}
+    assert not list(packed.glob("*.part"))
     with traceduck.open(store) as db:
         assert db.sql("SELECT all_runs_summarized()").fetchall() == [(True,)]
         assert db.sql("SELECT count(DISTINCT run_id) FROM op_self_times_packed()").fetchall() == [(3,)]
