@@ -132,6 +132,20 @@ def _write_tables(store: Store, runs: list[str], tmp: Path) -> None:
         con.close()
 
 
+def _merge(con: duckdb.DuckDBPyConnection, parts: list[Path], target: Path, order_all: bool = False) -> None:
+    """Write the rows of the part files, in their order (or in the order of all columns), as one
+    file, and remove the parts."""
+    con.execute(f"COPY (FROM read_parquet(?){' ORDER BY ALL' if order_all else ''}) TO {literal(str(target))} "
+                "(FORMAT parquet, COMPRESSION zstd)", [[str(p) for p in parts]])
+    for part in parts:
+        part.unlink()
+
+
+def _parts(tmp: Path, name: str) -> list[Path]:
+    """The part files of `name` (NAME.FIRST_RUN_INDEX.part), in the order of their runs."""
+    return sorted(tmp.glob(f"{name}.*.part"), key=lambda p: int(p.name.split(".")[-2]))
+
+
 def _write_summaries(store: Store, runs: list[str], tmp: Path) -> None:
     """Each summary's rows of these runs (a run's rows depend on that run alone), computed over
     REPORT_CHUNK runs at a time (gpu_time's sweeps over 1,024 runs at once took 2.6 GB), written to
@@ -145,11 +159,7 @@ def _write_summaries(store: Store, runs: list[str], tmp: Path) -> None:
         con = duckdb.connect()
         try:
             for summary in summaries():
-                parts = sorted(tmp.glob(f"{summary.name}.*.part"), key=lambda p: int(p.name.split(".")[-2]))
-                con.execute(f"COPY (FROM read_parquet(?) ORDER BY ALL) TO {literal(str(tmp / (summary.name + '.parquet')))} "
-                            "(FORMAT parquet, COMPRESSION zstd)", [[str(p) for p in parts]])
-                for part in parts:
-                    part.unlink()
+                _merge(con, _parts(tmp, summary.name), tmp / f"{summary.name}.parquet", order_all=True)
         finally:
             con.close()
     except duckdb.Error as e:
@@ -175,12 +185,8 @@ def _write_report_rows(store: Store, runs: list[str], tmp: Path, order: list[str
                     "SELECT unnest($ids::VARCHAR[]) AS run_id, generate_subscripts($ids::VARCHAR[], 1) AS position",
                     {"ids": order})
         for name, report in reports.items():
-            parts = sorted(tmp.glob(f"{name}.*.part"), key=lambda p: int(p.name.split(".")[-2]))
             rows_file = tmp / f"{report_file(name)}.parquet"
-            con.execute(f"COPY (FROM read_parquet(?)) TO {literal(str(rows_file))} (FORMAT parquet, COMPRESSION zstd)",
-                        [[str(p) for p in parts]])
-            for part in parts:
-                part.unlink()
+            _merge(con, _parts(tmp, name), rows_file)
             if has_json_text(report):
                 con.execute(f"COPY ({report_text_sql(report, str(rows_file))}) TO "
                             f"{literal(str(tmp / (report_text_file(name) + '.parquet')))} (FORMAT parquet, "
@@ -228,20 +234,20 @@ def _write_overview_rows(store: Store, engine: Engine, runs: list[str], tmp: Pat
     every run of the pack (`engine`), and read by each slice in place of the macro (a temporary
     macro of that name comes first); the rest of a run's rows depend on that run alone. The same
     rows as one pass over every run (tests/test_job_packs.py)."""
-    stragglers = tmp / "job-stragglers.part"
-    engine.cursor().sql("SELECT * FROM job_stragglers($ids)", params={"ids": runs}).to_parquet(str(stragglers))
+    stragglers = tmp / "job-stragglers.parquet"
+    cur = engine.cursor()
+    try:
+        cur.sql("SELECT * FROM job_stragglers($ids)", params={"ids": runs}).to_parquet(str(stragglers))
+    finally:
+        cur.close()
     setup = (f"CREATE OR REPLACE TEMP MACRO job_stragglers(run_ids) AS TABLE "
              f"SELECT * FROM read_parquet({literal(str(stragglers))}) WHERE list_contains(run_ids, run_id)")
-    parts = []
     for i in range(0, len(runs), JOB_CHUNK):
         with Engine(store, run_ids=runs[i:i + JOB_CHUNK]) as part_engine:
-            parts.append(tmp / f"overview.{i}.part")
-            per_run_rows(part_engine, "overview", setup=setup).to_parquet(str(parts[-1]))
+            per_run_rows(part_engine, "overview", setup=setup).to_parquet(str(tmp / f"overview.{i}.part"))
     con = duckdb.connect()
     try:
-        con.execute(f"COPY (FROM read_parquet(?)) TO {literal(str(target))} (FORMAT parquet, COMPRESSION zstd)",
-                    [[str(p) for p in parts]])
+        _merge(con, _parts(tmp, "overview"), target)
     finally:
         con.close()
-    for p in [*parts, stragglers]:
-        p.unlink()
+    stragglers.unlink()
