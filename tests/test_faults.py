@@ -42,7 +42,7 @@ WORKERS = 2  # faulted commands at once (CI has 2 cores)
 # syscall it makes more than COMPACT_STRIDE times is failed at its 1st call, every COMPACT_STRIDE-th
 # after it and its last; and the rerun (compact again, ~5 s) follows every COMPACT_RERUN-th of those
 # points, the others followed by a cheap changing command (which cleans tmp/ as every one does)
-COMPACT_STRIDE = 12
+COMPACT_STRIDE = 16
 COMPACT_RERUN = 4
 
 COMMANDS = {
