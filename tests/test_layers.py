@@ -15,8 +15,8 @@ PACKAGE = ROOT / "src" / "traceduck"
 
 # Lowest first. A module may import any module of a lower layer, none of its own layer or above.
 LAYERS = [
-    ["_version", "errors", "units", "dtypes", "sqltext", "session", "ingester.frames", "ingester.repair"],
-    ["store", "catalog", "ingester.reader"],
+    ["_version", "errors", "units", "dtypes", "sqltext", "ingester.frames", "ingester.repair"],
+    ["store", "catalog", "session", "ingester.reader"],
     ["reference", "selection", "render", "packs", "jobs", "results", "ingester.streaming", "ingester.convert",
      "ingester.nesting"],
     ["ingester.steps"],

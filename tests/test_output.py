@@ -15,7 +15,7 @@ import pytest
 import traceduck
 from traceduck import units
 from traceduck.cli import main
-from traceduck.render import TableColumn, cell_width, fit_widths, render, table_layout, write_table
+from traceduck.render import TableColumn, cell_width, fit_widths, render, table_layout, write_table, _wrap_header
 from traceduck.catalog import get_report
 
 from conftest import write_trace
@@ -156,13 +156,18 @@ def test_the_table_is_what_rich_draws():
                            right=False, wraps=True, role="key"),
                TableColumn("input_dims", ["[[65536, 1, 576], [65536, 1, 576], []]", "[]", "[[1]]"],
                            right=False, wraps=True, role="key"),
-               TableColumn("self_dur", ["591.8 ms", "3.987 ms", ""], right=True, wraps=False, role="result")]
-    for width in (200, 60, 40):
+               TableColumn("self_dur_per_step", ["591.8 ms", "3.987 ms", ""], right=True, wraps=False, role="result")]
+    class Ascii(io.StringIO):  # a stream that is not UTF-8: rich draws its ASCII box
+        encoding = "ascii"
+
+    for width, stream in [(200, io.StringIO), (60, io.StringIO), (40, io.StringIO), (30, io.StringIO), (40, Ascii)]:
         layout = table_layout(columns, width)
-        ours = io.StringIO()
+        ours = stream()
         write_table(columns, ours, width)
-        theirs = io.StringIO()
-        table = Table(*(Column(header=Text(columns[i].header, justify="right" if columns[i].right else "left"),
+        theirs = stream()
+        # headers wrap after `_` (ours), drawn by rich as the lines given
+        table = Table(*(Column(header=Text("\n".join(_wrap_header(columns[i].header, w)),
+                                           justify="right" if columns[i].right else "left"),
                                width=w, justify="right" if columns[i].right else "left", overflow="fold")
                         for i, w in layout), box=box.HEAVY_HEAD, header_style="")
         for r in range(3):
@@ -170,6 +175,8 @@ def test_the_table_is_what_rich_draws():
         Console(file=theirs, width=200, color_system=None, highlight=False, markup=False).print(table)
         assert ours.getvalue() == theirs.getvalue(), width
         assert "…" not in ours.getvalue()
+    assert "+" in ours.getvalue() and "┃" not in ours.getvalue()  # the ASCII box, last
+    assert write_table([], io.StringIO(), 40) == []
 
 
 def test_layout_leaves_out_detail_first_and_keeps_keys_and_results():

@@ -17,16 +17,14 @@ from typing import TYPE_CHECKING
 import duckdb
 
 from . import packs, reports, selection
-from .compaction import CompactResult
-from .integrity import CheckResult
-from .compaction import compact as compact_store
-from .diff import diff_header, diff_relation
 from .engine import Engine
 from .errors import InputError, NotATrace, StoreError, TraceduckError
 from .results import Stream
 from .store import Store, short_id
 
-if TYPE_CHECKING:  # the ingester (pyarrow, numpy) and export (pyarrow) load only when used
+if TYPE_CHECKING:  # the ingester (pyarrow, numpy), export (pyarrow), compact, check and diff load only when used
+    from .compaction import CompactResult
+    from .integrity import CheckResult
     from .export import ExportResult
     from .ingester import IngestResult
 
@@ -286,11 +284,15 @@ class Database:
         and `status` (added, removed, faster, slower, or same within `threshold_pct` percent of A).
         `per_step` divides by each run's number of profiler steps. Shape and copy keys show dims that
         grow with the sequence as ranges (`[1005..1007, 8, 128]`), or each call's own with `exact_dims`."""
+        from .diff import diff_relation
+
         return diff_relation(self.engine, a, b, by=by, per_step=per_step, threshold_pct=threshold_pct,
                              exact_dims=exact_dims)
 
     def diff_header(self, a: str, b: str) -> str:
         """`A: <name> <ms>/step (<n> steps); B: ...`: each run's time per step (or its span, without steps)."""
+        from .diff import diff_header
+
         return diff_header(self.engine, a, b)
 
     def fetch(self, rel: duckdb.DuckDBPyRelation) -> tuple[list[str], list[tuple]]:
@@ -491,6 +493,7 @@ def compact(runs: str | Iterable[str] | None = None, store: str | os.PathLike | 
     The runs stay as they are; a later change to a packed run (rm, ingest --force) makes queries
     read its own files again. Returns what was packed (see `packs.py`)."""
     from .compaction import ChangedMeanwhile
+    from .compaction import compact as compact_store
 
     st = _to_change(store)
     for attempt in range(COMPACT_ATTEMPTS):

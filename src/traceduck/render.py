@@ -18,8 +18,6 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TextIO
 
-import msgspec
-
 from . import units
 from .sqltext import quoted
 from .store import short_id
@@ -167,6 +165,8 @@ def render_batches(columns: list[str], batches: Iterable[Sequence[tuple]], fmt: 
 
 
 def _write_json(columns: list[str], batches: Iterable[Sequence[tuple]], out: TextIO) -> None:
+    import msgspec  # json output only
+
     encode = msgspec.json.Encoder().encode
     plain = _JSON_PLAIN
 
@@ -611,12 +611,10 @@ def table_layout(columns: list[TableColumn], width: int | None) -> list[tuple[in
     return [(i, widths[i]) for i in shown]
 
 
-def _cell_lines(cells: list[list[str]], widths: list[int], console) -> Iterator[list[str]]:
+def _cell_lines(cells: list[list[str]], widths: list[int]) -> Iterator[list[str]]:
     """Each row's cells as lines, a list of cells per line: a cell wider than its column wrapped by
     rich (at spaces, and folded within a word longer than the column), the row as many lines as
     its tallest cell."""
-    from rich.text import Text
-
     wraps = [j for j, (col, w) in enumerate(zip(cells, widths)) if any(cell_width(c) > w for c in col)]
     wrapped: dict[tuple[str, int], list[str]] = {}  # a call site or a shape comes back row after row
 
@@ -624,7 +622,12 @@ def _cell_lines(cells: list[list[str]], widths: list[int], console) -> Iterator[
         if cell_width(text) <= width:
             return [text]
         if (text, width) not in wrapped:
-            wrapped[text, width] = [line.plain for line in Text(text).wrap(console, width, overflow="fold")]
+            from rich.text import Text  # only where a cell wraps
+
+            # justify "default" leaves the lines as wrapped: rich then needs no console (importing
+            # rich's console costs a command on a small store a tenth of its time)
+            wrapped[text, width] = [line.plain for line in Text(text).wrap(None, width, justify="default",  # type: ignore[arg-type]
+                                                                           overflow="fold")]
         return wrapped[text, width]
 
     for row in zip(*cells):
@@ -636,42 +639,49 @@ def _cell_lines(cells: list[list[str]], widths: list[int], console) -> Iterator[
             yield [p[k] if k < len(p) else "" for p in parts]
 
 
-def write_table(columns: list[TableColumn], out: TextIO, width: int | None) -> list[str]:
-    """Draw the table format with rich: a heavy header box, long text wrapped inside its cell (folded
-    where a word is longer than the cell, never shortened), numbers right-aligned; fit to `width`
-    (see table_layout; None: every column on one line). Returns the headers of the columns left out.
+def _padded(text: str, width: int, right: bool) -> str:
+    """A cell's text with a space either side, filling `width` columns, right- or left-aligned."""
+    fill = " " * (width - cell_width(text))
+    return f" {fill}{text} " if right else f" {text}{fill} "
 
-    rich draws the header and the box and wraps the cells; the rows' lines are laid into that box
-    here, with its characters: the text rich draws with a row of its own per row of the result
-    (test_output checks it), which costs rich about 1.2 ms a row (2.8 s for the 2,259 rows of
-    ops-by-shape over the shared CPU traces; 47 ms this way)."""
-    # rich costs a tenth of a second to import: only the table format pays it
+
+def write_table(columns: list[TableColumn], out: TextIO, width: int | None) -> list[str]:
+    """Draw the table format in rich's heavy-header box: the header's lines between its top edge and
+    rule, long text wrapped inside its cell (folded where a word is longer than the cell, never
+    shortened), numbers right-aligned; fit to `width` (see table_layout; None: every column on one
+    line). Returns the headers of the columns left out.
+
+    The edges and rules are rich's (`rich.box.HEAVY_HEAD`, its ASCII box where `out` is not UTF-8, as
+    rich's console substitutes it), cells wrap with rich's `Text.wrap`, and the text is the table rich
+    draws with a row of its own per row of the result (test_output checks it). Drawn here rather than
+    by rich's `Table`: that costs rich about 1.2 ms a row (2.8 s for the 2,259 rows of ops-by-shape
+    over the shared CPU traces; 47 ms this way), and importing rich's console a fifth of a command's
+    time on a small store, where no cell wraps."""
     from rich import box
-    from rich.console import Console
-    from rich.table import Column, Table
-    from rich.text import Text
 
     layout = table_layout(columns, width)
+    if not layout:  # no columns: rich draws an empty line
+        out.write("\n")
+        return []
     widths = [w for _, w in layout]
-    console = Console(file=out, width=max(width or 0, sum(widths) + 3 * len(widths) + 1), color_system=None,
-                      force_terminal=False, force_jupyter=False, force_interactive=False, highlight=False,
-                      markup=False, emoji=False, legacy_windows=False, soft_wrap=False)
-    frame = Table(*(Column(header=Text("\n".join(_wrap_header(columns[i].header, w)),
-                                       justify="right" if columns[i].right else "left"), width=w)
-                    for i, w in layout), box=box.HEAVY_HEAD, header_style="", show_edge=True)
-    with console.capture() as captured:
-        console.print(frame)
-    head = captured.get().splitlines()  # top edge, header, its rule, bottom edge
-    edges = frame.box.substitute(console.options)  # the characters rich drew it with
     right = [columns[i].right for i, _ in layout]
+    encoding = (getattr(out, "encoding", None) or "utf-8").lower()
+    edges = box.HEAVY_HEAD if encoding.startswith("utf") else box.ASCII  # as rich's console substitutes
+    padded = [w + 2 for w in widths]
+    headers = [_wrap_header(columns[i].header, w) for i, w in layout]
+    tallest = max(len(h) for h in headers)
+    headers = [[""] * (tallest - len(h)) + h for h in headers]  # rich sets a header's lines at the bottom
+    head = [edges.get_top(padded)]
+    for k in range(tallest):
+        head.append(edges.head_left + edges.head_vertical.join(
+            _padded(h[k], w, r) for h, w, r in zip(headers, widths, right)) + edges.head_right)
+    head.append(edges.get_row(padded, level="head"))
 
     def line(cells: list[str]) -> str:
-        return edges.mid_left + edges.mid_vertical.join(
-            f" {' ' * (w - cell_width(c))}{c} " if r else f" {c}{' ' * (w - cell_width(c))} "
-            for c, w, r in zip(cells, widths, right)) + edges.mid_right
+        return edges.mid_left + edges.mid_vertical.join(map(_padded, cells, widths, right)) + edges.mid_right
 
-    body = _cell_lines([columns[i].cells for i, _ in layout], widths, console) if columns else iter(())
-    out.write("\n".join([*head[:-1], *map(line, body), head[-1]]) + "\n")
+    body = _cell_lines([columns[i].cells for i, _ in layout], widths)
+    out.write("\n".join([*head, *map(line, body), edges.get_bottom(padded)]) + "\n")
     shown = {i for i, _ in layout}
     return [c.header for i, c in enumerate(columns) if i not in shown]
 

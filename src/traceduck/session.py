@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import duckdb
 
+from .sqltext import literal
+
 
 @dataclass(frozen=True)
 class Variable:
@@ -68,5 +70,14 @@ def point(con: duckdb.DuckDBPyConnection, sources: list[str], empty_dir: str, su
     """Tell a connection what its views read (see the variables above)."""
     values = [(SOURCES, sources), (EMPTY_DIR, empty_dir), (SUMMARY_SOURCES, summary_sources),
               (SUMMARIZED_RUNS, summarized_runs), (ALL_SUMMARIZED, all_summarized)]
-    for var, value in values:
-        con.execute(f"SET VARIABLE {var.name} = ?::{var.type}", [value])
+    # one call for all (a call is a millisecond of a command's 0.1 s of its own on a small store)
+    con.execute(";\n".join(f"SET VARIABLE {var.name} = {_value_sql(value)}::{var.type}" for var, value in values))
+
+
+def _value_sql(value: str | list[str] | bool) -> str:
+    """A variable's value as SQL: a string literal, a list of them, or a boolean."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return literal(value)
+    return "[" + ", ".join(map(literal, value)) + "]"
