@@ -3,6 +3,7 @@
     python3 bench/run.py                 # full run: ~480 MB CPU and GPU traces, a ~2 GB CPU trace
     python3 bench/run.py --small --out /tmp/bench.md   # seconds; what CI runs so this cannot rot
     python3 bench/run.py --latency-only  # only the command latency on the samples store; prints it
+    python3 bench/run.py --latency-only --before OTHER/src  # each command also from another checkout
 
 Inputs are grown from real traces with ../shared/tools/bigtrace.py and cached in bench/cache/.
 """
@@ -81,12 +82,14 @@ def report_latencies(store: Path) -> list[tuple[str, float, int]]:
 LATENCY_BUDGET = 2.0
 
 
-def command_latency(cache: Path, repeat: int, small: bool = False) -> tuple[str, list[tuple[str, float]]]:
+def command_latency(cache: Path, repeat: int, small: bool = False,
+                    before: str | None = None) -> tuple[str, list[tuple[str, float]]]:
     """Wall time of `traceduck` commands on a store of the two sample traces, side by side with
     `python -c "import duckdb"` (the floor: starting Python and loading DuckDB). Every round runs each
     command once, in turn, so that the machine's drift hits all alike; the best of `repeat` rounds
     counts. Returns the store in words and (command, seconds) rows, the floor first. `small`: one
-    report only."""
+    report only. `before`: another checkout's `src` directory; each traceduck command also runs
+    from it (PYTHONPATH), right after this checkout's, as a row labelled `before:`."""
     store = cache / "store-samples"
     shutil.rmtree(store, ignore_errors=True)  # written by this version, whatever ran before
     subprocess.run(traceduck_cmd() + ["ingest", str(ROOT / "samples"), "--store", str(store), "-q"], check=True)
@@ -119,13 +122,24 @@ def command_latency(cache: Path, repeat: int, small: bool = False) -> tuple[str,
     # (into the bench cache, not the source tree), whatever the environment says
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["PYTHONPYCACHEPREFIX"] = str(cache / "pycache")
-    for _label, cmd in commands:  # a first run writes the store's view file and warms the page cache
-        subprocess.run(cmd, check=True, capture_output=True, env=env)
-    best = {label: float("inf") for label, _cmd in commands}
+    runs = [(label, cmd, env) for label, cmd in commands]
+    if before:
+        # a copy of the store of its own: each version keeps its own runs snapshot in STORE/cache/ and
+        # removes another version's
+        old_env = env | {"PYTHONPATH": str(Path(before).resolve())}
+        old_store = cache / "store-samples-before"
+        shutil.rmtree(old_store, ignore_errors=True)
+        shutil.copytree(store, old_store)
+        runs = [row for label, cmd, e in runs
+                for row in ([(label, cmd, e)] + ([(f"before: {label}", [str(old_store) if a == str(store) else a for a in cmd],
+                                                   old_env)] if cmd[:3] == traceduck_cmd() else []))]
+    for _label, cmd, e in runs:  # a first run writes the store's view file and warms the page cache
+        subprocess.run(cmd, check=True, capture_output=True, env=e)
+    best = {label: float("inf") for label, _cmd, _e in runs}
     for _ in range(repeat):
-        for label, cmd in commands:
+        for label, cmd, e in runs:
             started = time.perf_counter()  # not measure(): its 50 ms polling is too coarse here
-            done = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+            done = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=e)
             seconds = time.perf_counter() - started
             if done.returncode != 0:
                 raise SystemExit(f"{label} failed")
@@ -234,11 +248,12 @@ def main() -> None:
     p.add_argument("--out", default=str(ROOT / "BENCHMARKS.md"), help="where to write the table")
     p.add_argument("--repeat-latency", type=int, default=7, help="rounds of the command latency measurement")
     p.add_argument("--latency-only", action="store_true", help="measure only the command latency and print it")
+    p.add_argument("--before", help="with --latency-only: another checkout's src directory, each command side by side")
     args = p.parse_args()
     if args.latency_only:
         cache = Path(args.cache)
         cache.mkdir(parents=True, exist_ok=True)
-        print(render_latency(command_latency(cache, args.repeat_latency), args.repeat_latency))
+        print(render_latency(command_latency(cache, args.repeat_latency, before=args.before), args.repeat_latency))
         return
     if args.small:
         args.mb, args.big_mb, args.repeat, args.repeat_latency = 4, 0, 1, 1

@@ -391,8 +391,14 @@ def test_hostile_trace_content_stays_data(tmp_path, capsys, monkeypatch):
     assert cli(capsys, "ingest", trace, "--store", store, "--name", "../../escaped", "-q") == (0, "", "")
     run_id = run_id_of(trace)
     tables = sorted(f"{store.name}/runs/{run_id}/{t}.parquet" for t in TABLES)
+    from traceduck.runs_table import stamps_key
+    from traceduck.store import Store
+    from traceduck.viewfile import cache_key
+
+    cache = f"{store.name}/cache/{cache_key()}"  # the runs snapshot the ingest leaves
     expected = sorted([trace.name, "cwd", store.name, f"{store.name}/runs", f"{store.name}/tmp",
-                       f"{store.name}/runs/{run_id}", f"{store.name}/runs/{run_id}/{schema_stamp()}", f"{store.name}/runs/{run_id}/checksums.json", *tables])
+                       f"{store.name}/runs/{run_id}", f"{store.name}/runs/{run_id}/{schema_stamp()}", f"{store.name}/runs/{run_id}/checksums.json", *tables,
+                       f"{store.name}/cache", cache, f"{cache}/runs-{stamps_key(Store(store).run_stamps())}.parquet"])
     assert sorted(str(q.relative_to(tmp_path)) for q in tmp_path.rglob("*")) == expected
     with traceduck.open(store) as db:
         assert db.sql("SELECT name, trace_name, rank FROM runs").fetchall() == [("../../escaped", "../../x", 0)]

@@ -195,7 +195,7 @@ def test_summaries_come_from_the_pack_only_where_they_apply(tmp_path, monkeypatc
     assert len(expected) > 10
     assert {name: (n, total) for run, name, n, total, *_ in before["kernel_stats"] if run == r0} == expected
 
-    monkeypatch.setattr(compaction, "REPORT_CHUNK", 2)  # the summaries of the three runs in two slices
+    monkeypatch.setattr(compaction, "SUMMARY_CHUNK", 2)  # the summaries of the three runs in two slices
     traceduck.compact(store=store)
     (pack,) = os.listdir(store / "packs")
     packed = store / "packs" / pack
@@ -328,11 +328,13 @@ def text_query(db, name: str) -> str:
 
 
 @pytest.mark.slow  # 15 s
-def test_json_output_of_per_run_reports_is_the_packs_text(tmp_path, capsys):
+def test_json_output_of_per_run_reports_is_the_packs_text(tmp_path, capsys, monkeypatch):
     """`--format json` of a per-run report over packed runs writes the JSON text `compact` stored,
-    byte for byte what it wrote from the rows before, with the runs' current names."""
+    byte for byte what it wrote from the rows before, with the runs' current names; the rows and the
+    text computed a slice of runs at a time (compaction.REPORT_CHUNK) and joined in the runs' order."""
     import duckdb
 
+    from traceduck import compaction
     from traceduck.catalog import all_reports
     from traceduck.reports import report_text_file
 
@@ -358,10 +360,13 @@ def test_json_output_of_per_run_reports_is_the_packs_text(tmp_path, capsys):
     limited = json_out("top-ops", "--limit", "2")
     one = json_out("ops-by-shape", "--run", run_id_of(rank0))
 
+    monkeypatch.setattr(compaction, "REPORT_CHUNK", 2)  # the three runs in slices of two and one
     traceduck.compact(store=store)
     (pack,) = os.listdir(store / "packs")
     packed = store / "packs" / pack
     assert all((packed / f"{report_text_file(name)}.parquet").is_file() for name in names)
+    assert not list(packed.glob("*.part"))
+    assert duckdb.sql(f"SELECT count(DISTINCT run_id) FROM '{packed / report_text_file('top-ops')}.parquet'").fetchall() == [(3,)]
     assert {name: json_out(name) for name in names} == before
     assert json_out("top-ops", "--limit", "2") == limited  # computed from the pack's rows
     # runs named as they are now: a rename shows, its name escaped as JSON escapes it

@@ -165,6 +165,68 @@ def test_runs_snapshot_is_one_file_and_follows_every_change(store, ok):
     assert [r["name"] for r in runs_json(store)] == ["buggy"]
 
 
+def test_a_new_state_of_the_store_reads_only_the_runs_changed_since_a_snapshot(tmp_path, monkeypatch):
+    """Ingest names its runs, and a new connection fills `runs`, from the largest runs snapshot (the
+    newest of equal size) and the runs.parquet of the runs added or changed since: at thousands of
+    runs one new rank reads one file, not thousands; a run removed since is left out."""
+    import duckdb
+
+    from traceduck import runs_table
+
+    store = tmp_path / "store"
+    tiny = [write_trace(tmp_path / f"t{i}.json", [{"ph": "X", "cat": "cpu_op", "name": f"op{i}", "ts": 1, "dur": 5,
+                                                   "pid": 1, "tid": 1}]) for i in range(4)]
+    traceduck.ingest([BUGGY, FIXED], store=store, jobs=1)
+    read = []
+    real = runs_table.read_open_row_file
+    monkeypatch.setattr(runs_table, "read_open_row_file", lambda f, columns=None: read.append(f.name) or real(f, columns))
+
+    def own_rows() -> list[tuple]:  # the runs' own files, read by DuckDB here
+        return duckdb.sql("SELECT run_id, name FROM read_parquet(?) ORDER BY run_id",
+                          params=[str(store / "runs" / "*" / "runs.parquet")]).fetchall()
+
+    def listed() -> list[tuple]:
+        with traceduck.open(store) as db:
+            return sorted((r["run_id"], r["name"]) for r in db.runs())
+
+    def own_file(run_id: str) -> str:
+        return str(store / "runs" / run_id / "runs.parquet")
+
+    assert listed() == own_rows() and read == []  # the snapshot the ingest left of the store
+    traceduck.ingest(tiny[0], store=store, jobs=1)  # named from it; its own row added to a new one
+    assert read == [own_file(run_id_of(tiny[0]))]
+    assert listed() == own_rows() and len(own_rows()) == 3 and len(read) == 1
+    read.clear()
+    traceduck.rename("t0", "t1", store=store)  # the next file's default name is taken now
+    (third,) = traceduck.ingest(tiny[1], store=store, jobs=1)
+    assert third.name != "t1" and third.name.endswith("t1")
+    # the renamed run's new row (naming the new run, then for the snapshot after it), and the new run's
+    assert sorted(read) == sorted([own_file(run_id_of(tiny[0]))] * 2 + [own_file(third.run_id)])
+    traceduck.remove("buggy", store=store)
+    read.clear()
+    assert listed() == own_rows() and "buggy" not in {name for _, name in listed()}
+    assert read == []  # a run removed: the last snapshot's rows less its row
+    from traceduck.engine import Engine
+    from traceduck.store import Store
+
+    with Engine(Store(store), run_ids=[run_id_of(FIXED)]) as engine:  # a connection over one run: a snapshot of it
+        assert [r["name"] for r in engine.runs()] == ["fixed"]
+    traceduck.label("fixed", {"k": "v"}, store=store)
+    (t9,) = traceduck.ingest(write_trace(tmp_path / "t9.json", [{"ph": "X", "cat": "cpu_op", "name": "op9", "ts": 1,
+                                                                "dur": 5, "pid": 1, "tid": 1}]), store=store, jobs=1)
+    # from the snapshot of every run, not the newer one of one run: the labelled run's row (to name
+    # the new run), then it and the new run's (for the snapshot after)
+    assert sorted(read) == sorted([own_file(run_id_of(FIXED))] * 2 + [own_file(t9.run_id)])
+    # one snapshot per state read: the most recently used few are kept
+    monkeypatch.setattr(runs_table, "SNAPSHOT_KEEP_COUNT", 2)
+    assert len(list(store.glob("cache/*/runs-*.parquet"))) == 4
+    traceduck.ingest(tiny[2], store=store, jobs=1)
+    traceduck.ingest(tiny[3], store=store, jobs=1)
+    assert listed() == own_rows() and len(own_rows()) == 6
+    kept = list(store.glob("cache/*/runs-*.parquet"))
+    assert len(kept) == 2 and duckdb.sql("SELECT count(*) FROM read_parquet(?)", params=[str(max(kept, key=os.path.getmtime))]).fetchall() == [(6,)]
+
+
 @pytest.mark.slow
 def test_label_rename_rm_while_a_reader_queries(tmp_path):
     """Every look of a reader in another process sees each run whole: the same counts in every

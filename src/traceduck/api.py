@@ -20,7 +20,9 @@ from . import packs, reports, selection
 from .engine import Engine
 from .errors import InputError, NotATrace, StoreError, TraceduckError
 from .results import Stream
+from .runs_table import run_names, write_snapshot
 from .store import Store, short_id
+from .viewfile import store_cache_dir
 
 if TYPE_CHECKING:  # the ingester (pyarrow, numpy), export (pyarrow), compact, check and diff load only when used
     from .compaction import CompactResult
@@ -113,8 +115,8 @@ def ingest(paths: str | os.PathLike | Iterable[str | os.PathLike], store: str | 
         todo = [f for f in files if f not in results]
         names: dict[Path, str | list[str]] = {f: name for f in todo} if name is not None else default_names(todo)
         taken: dict[str, set[str]] = {}
-        for row in st.run_rows(["name", "run_id"]):
-            taken.setdefault(row["name"], set()).add(row["run_id"])
+        for run_name, run_id in run_names(st, store_cache_dir(st)):
+            taken.setdefault(run_name, set()).add(run_id)
         jobs = jobs or default_jobs()
         errors: list[tuple[Path, TraceduckError]] = []
         if len(todo) > 1 and jobs > 1:
@@ -136,6 +138,8 @@ def ingest(paths: str | os.PathLike | Iterable[str | os.PathLike], store: str | 
     finally:
         views.join()
     _settle_duplicates(files, results, st)
+    if any(r.run_id and not r.skipped for r in results.values()):
+        write_snapshot(st, store_cache_dir(st))  # the next command reads the runs' rows in one file
     _raise_first(files, results, errors)
     return [results[f] for f in files]
 

@@ -25,11 +25,17 @@ from .sqltext import first_line, literal
 from .store import CHECKSUMS, Store, write_checksums
 from .viewfile import summaries_key
 
-REPORT_CHUNK = 128  # runs per pass when computing the per-run reports' rows for a pack
+# Runs per pass, so that compact's memory stays that of a slice of runs whatever the pack's size
+# (measured on the 4,096-rank job of bench/jobs.py, peak RSS of one pass): the per-run reports' rows
+# and their JSON text (ops-by-shape 1.5 GB over 128 runs, 0.5 GB over 32; roofline's text over
+# 4,096 runs at once 4.1 GB)
+REPORT_CHUNK = 32
+SUMMARY_CHUNK = 128  # the summaries (gpu_time's sweeps over 1,024 runs at once took 2.6 GB; 0.7 GB this way)
 # overview's rows over a pack of more runs than this are computed this many runs at a time (its
-# findings read every op of the runs it covers: 7-8 GB over a 1,024-rank job at once), each slice
-# against the stragglers of the whole pack (macro job_stragglers), computed once
-JOB_CHUNK = 64
+# findings read every op of the runs it covers: 7-8 GB over a 1,024-rank job at once, 0.95 GB over
+# 64 ranks, 0.6 GB over 32), each slice against the stragglers of the whole pack (macro
+# job_stragglers), computed once
+JOB_CHUNK = 32
 _AGAIN = "A run may have been removed or replaced meanwhile: run `traceduck compact` again"
 
 
@@ -132,11 +138,12 @@ def _write_tables(store: Store, runs: list[str], tmp: Path) -> None:
         con.close()
 
 
-def _merge(con: duckdb.DuckDBPyConnection, parts: list[Path], target: Path, order_all: bool = False) -> None:
+def _merge(con: duckdb.DuckDBPyConnection, parts: list[Path], target: Path, order_all: bool = False,
+           options: str = "") -> None:
     """Write the rows of the part files, in their order (or in the order of all columns), as one
-    file, and remove the parts."""
+    file (more COPY `options`, if any), and remove the parts."""
     con.execute(f"COPY (FROM read_parquet(?){' ORDER BY ALL' if order_all else ''}) TO {literal(str(target))} "
-                "(FORMAT parquet, COMPRESSION zstd)", [[str(p) for p in parts]])
+                f"(FORMAT parquet, COMPRESSION zstd{options})", [[str(p) for p in parts]])
     for part in parts:
         part.unlink()
 
@@ -148,11 +155,10 @@ def _parts(tmp: Path, name: str) -> list[Path]:
 
 def _write_summaries(store: Store, runs: list[str], tmp: Path) -> None:
     """Each summary's rows of these runs (a run's rows depend on that run alone), computed over
-    REPORT_CHUNK runs at a time (gpu_time's sweeps over 1,024 runs at once took 2.6 GB), written to
-    one file per summary in the order of all its columns."""
+    SUMMARY_CHUNK runs at a time, written to one file per summary in the order of all its columns."""
     try:
-        for i in range(0, len(runs), REPORT_CHUNK):
-            with Engine(store, run_ids=runs[i:i + REPORT_CHUNK]) as engine:
+        for i in range(0, len(runs), SUMMARY_CHUNK):
+            with Engine(store, run_ids=runs[i:i + SUMMARY_CHUNK]) as engine:
                 for summary in summaries():
                     engine.con.execute(f"COPY ({summary.rows_sql()}) TO {literal(str(tmp / f'{summary.name}.{i}.part'))} "
                                        "(FORMAT parquet)")
@@ -170,7 +176,8 @@ def _write_report_rows(store: Store, runs: list[str], tmp: Path, order: list[str
     """Each per-run report's rows of these runs with its default parameters (reports.per_run_rows),
     computed over REPORT_CHUNK runs at a time (a report's memory grows with the runs it covers) and
     written to one file per report; and the JSON text of those rows (reports.report_text_sql), which
-    json output of the report's rows writes as it is, runs in the order of `order`."""
+    json output of the report's rows writes as it is, runs in the order of `order`, also REPORT_CHUNK
+    runs at a time (each run's text is built whole in memory)."""
     reports = {name: report for name, report in all_reports().items() if report.per_run}
     for i in range(0, len(runs), REPORT_CHUNK):
         with Engine(store, run_ids=runs[i:i + REPORT_CHUNK]) as engine:
@@ -181,16 +188,19 @@ def _write_report_rows(store: Store, runs: list[str], tmp: Path, order: list[str
                 raise _failed(store, "cannot summarize the runs", e) from None
     con = duckdb.connect()
     try:
-        con.execute("CREATE TEMP TABLE report_run_order AS "
-                    "SELECT unnest($ids::VARCHAR[]) AS run_id, generate_subscripts($ids::VARCHAR[], 1) AS position",
-                    {"ids": order})
         for name, report in reports.items():
             rows_file = tmp / f"{report_file(name)}.parquet"
             _merge(con, _parts(tmp, name), rows_file)
-            if has_json_text(report):
+            if not has_json_text(report):
+                continue
+            text = report_text_file(name)
+            for i in range(0, len(order), REPORT_CHUNK):
+                con.execute("CREATE OR REPLACE TEMP TABLE report_run_order AS SELECT unnest($ids::VARCHAR[]) AS run_id, "
+                            "generate_subscripts($ids::VARCHAR[], 1) + $first AS position",
+                            {"ids": order[i:i + REPORT_CHUNK], "first": i})
                 con.execute(f"COPY ({report_text_sql(report, str(rows_file))}) TO "
-                            f"{literal(str(tmp / (report_text_file(name) + '.parquet')))} (FORMAT parquet, "
-                            f"COMPRESSION zstd, ROW_GROUP_SIZE_BYTES {TEXT_GROUP_BYTES})")
+                            f"{literal(str(tmp / f'{text}.{i}.part'))} (FORMAT parquet)")
+            _merge(con, _parts(tmp, text), tmp / f"{text}.parquet", options=f", ROW_GROUP_SIZE_BYTES {TEXT_GROUP_BYTES}")
     finally:
         con.close()
 

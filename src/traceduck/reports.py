@@ -434,13 +434,14 @@ def report_text_sql(report: Report, rows_file: str) -> str:
     """A query of the JSON text of a per-run report's rows from the pack's file of its rows
     (`rows_file`, see per_run_rows): per run, the rows' objects without the run columns, each
     starting at RUN_MARK in place of `{"run_id":...,"run_name":...,` and joined as json output
-    joins them, TEXT_ROWS rows a chunk (run_id, __part, text), runs in the order of the table
-    report_run_order (run_id, position): what `traceduck compact` writes into a pack
-    (report_text_file). The values are read as ReportQuery reads packed rows."""
+    joins them, TEXT_ROWS rows a chunk (run_id, __part, text), of the runs in the table
+    report_run_order (run_id, position), in its order: what `traceduck compact` writes into a pack
+    (report_text_file), a slice of runs at a time. The values are read as ReportQuery reads packed rows."""
     columns = [c for c in report.columns if c.name not in RUN_COLUMNS]
     values = ", ".join(f"CAST(s.{quoted(c.name)} AS {c.type}) AS {quoted(c.name)}" for c in columns)
     return (f"SELECT run_id, __part, string_agg('{RUN_MARK}' || substr(__json, 2), {literal(LINE_SEPARATOR)} "
             f"ORDER BY __pos) AS text FROM (SELECT run_id, __pos, (__pos - 1) // {TEXT_ROWS} AS __part, "
             f"{json_object_sql(columns, 'v')} AS __json FROM (SELECT s.run_id, s.__pos, {values} "
-            f"FROM read_parquet({literal(rows_file)}) s) v) t GROUP BY run_id, __part "
-            "ORDER BY (SELECT position FROM report_run_order o WHERE o.run_id = t.run_id) NULLS LAST, run_id, __part")
+            f"FROM read_parquet({literal(rows_file)}) s WHERE s.run_id IN (SELECT run_id FROM report_run_order)) v) t "
+            "GROUP BY run_id, __part "
+            "ORDER BY (SELECT position FROM report_run_order o WHERE o.run_id = t.run_id), run_id, __part")

@@ -39,7 +39,8 @@ EMPTY_DIR = "empty"
 ALIAS = "traceduck"  # the view file's name in a connection's catalog
 SEED = "seed"  # the view file's schema of the reference tables (see engine.py)
 RUNS_ROWS = "_runs_rows"  # the connection's own table behind the view file's `runs` (see runs_table.py)
-_CACHE_LAYOUT = "10"  # part of the key: change it when what the view file holds changes (10: macros commented)
+_CACHE_LAYOUT = "11"  # part of the key: change it when what the view file or the cache holds changes (10: macros
+# commented; 11: runs snapshots hold each row's stamp)
 # part of the summaries' key: change it when what a pack's summaries hold changes (3: summaries named
 # after their view, see catalog.Summary; 4: the rows of the reports that compare a job's ranks)
 _SUMMARIES_LAYOUT = "4"
