@@ -241,9 +241,10 @@ def test_ingest_builds_the_view_file_for_the_first_query(tmp_path, monkeypatch):
 
 
 def test_ingest_after_ingest_in_one_process_reads_only_the_runs_new_since(tmp_path, monkeypatch):
-    """A process that ingests file after file (a Spark worker) reads each run's row once, and again
-    only when it changed: a run renamed meanwhile keeps its new name out of the names a new run may
-    take; the names a third ingest sees are the store's names now."""
+    """`Store.run_rows` (how label, rename and rm select runs) reads each run's row once per process,
+    and again only when it changed; a run renamed meanwhile keeps its new name out of the names a new
+    run may take (ingest reads them from the runs snapshot); the names a third ingest sees are the
+    store's names now."""
     from traceduck import store as store_module
 
     path = tmp_path / "store"

@@ -419,9 +419,9 @@ class Store:
     def run_rows(self, columns: list[str]) -> list[dict]:
         """These columns of every published run's row, read from the Parquet files (no DuckDB);
         a run removed meanwhile is left out. Each file is read once by this process and again only
-        when it changed (identity by inode, mtime and size, as runs_table.py): a process that
-        ingests file after file into a store (a Spark worker) reads only the runs new since its
-        last ingest, not all of them each time."""
+        when it changed (identity by inode, mtime and size, as runs_table.py). For the commands that
+        select runs without opening DuckDB (label, rename, rm, compact's selection); ingest and
+        queries read the runs snapshot instead (runs_table.run_names, RunsRows)."""
         rows = []
         for run_id in self.run_ids():
             path = self.run_dir(run_id) / "runs.parquet"
