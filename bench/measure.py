@@ -9,31 +9,39 @@ import time
 from pathlib import Path
 
 
-def _tree_rss_kb(root: int) -> int:
-    """Sum of VmRSS over `root` and all its descendants."""
-    children: dict[int, list[int]] = {}
-    rss: dict[int, int] = {}
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
-            continue
+def _children(pid: int) -> list[int]:
+    """The children of a process (every thread's `children` list: Linux 3.5 and later)."""
+    out: list[int] = []
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return out
+    for t in tasks:
         try:
-            status = (d / "status").read_text()
+            out.extend(int(c) for c in (t / "children").read_text().split())
         except OSError:
             continue
-        pid = int(d.name)
-        ppid = value = 0
-        for line in status.splitlines():
-            if line.startswith("PPid:"):
-                ppid = int(line.split()[1])
-            elif line.startswith("VmRSS:"):
-                value = int(line.split()[1])
-        children.setdefault(ppid, []).append(pid)
-        rss[pid] = value
+    return out
+
+
+def _rss_kb(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def _tree_rss_kb(root: int) -> int:
+    """Sum of VmRSS over `root` and all its descendants. Reads only that tree's /proc entries: a
+    sampler that read every process's status every 50 ms took half a core of the two it measured on."""
     total, stack = 0, [root]
     while stack:
         pid = stack.pop()
-        total += rss.get(pid, 0)
-        stack.extend(children.get(pid, []))
+        total += _rss_kb(pid)
+        stack.extend(_children(pid))
     return total
 
 

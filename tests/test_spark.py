@@ -408,6 +408,18 @@ def test_duckdb_only_constructs_rewritten_for_spark_give_duckdbs_values(spark):
         "SELECT x, round(x, 0) AS r0, round(x, 1) AS r1, round(x, 2) AS r2, round(x, 3) AS r3, round(100.0 * x / 7, 1) AS q"
         " FROM (VALUES (619.2715::DOUBLE), (0.125), (-0.125), (2.675), (1.005), (2.5), (-3.5), (0.0), (123456.0625), (NULL))"
         " t(x) ORDER BY x NULLS LAST",
+        # list indexes counting from 1 (from the end when negative; NULL out of range and at 0), slices,
+        # len, list_reduce over HUGEINT, list_bool_and (NULLs skipped), suffix, TRY_CAST of text to a list
+        "SELECT len(l) AS n, l[i] AS at, l[-1] AS last, l[0] AS zero, l[i + 5] AS beyond, l[2:3] AS mid, l[2:] AS tail,"
+        " l[1:len(l) - 1] AS head, list_reduce(list_transform(l2, lambda x: x::HUGEINT), lambda a, b: a * b, 1::HUGEINT) AS prod,"
+        " list_bool_and(list_transform(l2, lambda v: v > 1)) AS all_big, suffix(s, '_') AS in_place,"
+        " TRY_CAST(c AS BIGINT[]) AS ints FROM (VALUES ([10, 20, 30], 2, [2, 3, NULL], 'add_', '[1, 2]'),"
+        " ([10], 1, [], 'add', '2'), ([10, 20], -1, [0, 5], 'x_', 'True'), (NULL, NULL, NULL, NULL, NULL))"
+        " t(l, i, l2, s, c) ORDER BY n NULLS LAST",
+        # string_agg(DISTINCT x ORDER BY x) beside another DISTINCT aggregate; a whole row picked by arg_min
+        "SELECT g, string_agg(DISTINCT v, ', ' ORDER BY v) AS vs, count(DISTINCT v) AS n FROM (VALUES (1, 'b'),"
+        " (1, 'a'), (1, 'b'), (2, NULL)) t(g, v) GROUP BY g ORDER BY g",
+        "SELECT p.e.v AS v, p.e.k AS k FROM (SELECT arg_min(r, r.k) AS e FROM (VALUES (2, 'b'), (1, 'a'), (3, 'c')) r(k, v)) p",
     ]
     con = duckdb.connect()
     for q in queries:
@@ -440,24 +452,16 @@ def _reports() -> list[str]:
     return sorted(p.stem for p in (Path(__file__).resolve().parents[1] / "sql" / "reports").glob("*.sql"))
 
 
-# the reports README lists as not portable (they read a view Spark cannot run)
-NOT_PORTABLE_REPORTS = {"roofline"}
-
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", _reports())
 def test_every_report_gives_duckdbs_rows_in_duckdbs_order(spark, db, views, name):
     """Each report (default parameters) over the two ranks: Spark gives DuckDB's columns and rows in
     DuckDB's order (critical-path: ASOF JOIN rewritten, its walk iterated on the driver; overview: run
-    one CTE at a time), or, for the reports README lists as not portable, says why."""
+    one CTE at a time; roofline: over op_cost, computed one CTE at a time, and run_devices)."""
     from traceduck import spark as tds
-    from traceduck.errors import NotPortableError
     from conftest import run_report
 
-    if name in NOT_PORTABLE_REPORTS:
-        with pytest.raises(NotPortableError, match="reads views Spark cannot run"):
-            tds.report(spark, name)
-        return
     df = tds.report(spark, name)
     columns, want = run_report(db, name)
     assert df.columns == columns
@@ -466,7 +470,7 @@ def test_every_report_gives_duckdbs_rows_in_duckdbs_order(spark, db, views, name
     assert len(got) == len(want)
     for g, w in zip(got, want):
         assert len(g) == len(w) and all(same(a, b) for a, b in zip(g, w)), (name, g, w)
-    if name in ("critical-path", "overview", "top-kernels", "ranks", "steps"):
+    if name in ("critical-path", "overview", "top-kernels", "ranks", "steps", "roofline"):
         assert want  # the reports the issue names have rows on these traces (cuda-graphs: see below)
 
 
@@ -537,22 +541,16 @@ spark.stop()
 """
 
 
-def readme_not_portable_views() -> set[str]:
-    """The views README's table of what Spark cannot run names (first column, reports left out)."""
-    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    table = text[text.index("Not portable, with why:"):].split("\n\n")[1]
-    names = set()
-    for row in table.splitlines()[2:]:
-        first = row.split("|")[1]
-        names |= set(re.findall(r"(?<!report )`(\w+)`", first))
-    return names
+def readme_says_every_view_registers() -> bool:
+    text = " ".join((Path(__file__).resolve().parents[1] / "README.md").read_text().split())
+    return "Portable (tested equal to DuckDB on public two-rank traces): every view of sql/views registers" in text
 
 
 @pytest.mark.slow  # 40 s
 def test_spark_from_a_virtual_environment_without_pyspark_python(tmp_path):
     """Workers run the driver's interpreter when PYSPARK_PYTHON is unset (else they run `python3`,
-    which lacks traceduck), and `register` logs no error for the views it leaves out; those are the
-    README's list of views Spark cannot run, in full."""
+    which lacks traceduck), and `register` logs no error; every view registers or is deferred, as
+    README says."""
     try:
         import pyspark  # noqa: F401
     except ImportError:
@@ -568,7 +566,7 @@ def test_spark_from_a_virtual_environment_without_pyspark_python(tmp_path):
     assert all(n > 0 for n in got["events"]) and len(got["events"]) == 2
     assert "No module named" not in p.stderr
     assert not [line for line in p.stderr.splitlines() if "ERROR" in line or line.startswith("\tat ")], p.stderr[-3000:]
-    # the views whose rows register computes only when asked (compute=True) are deferred: critical_path,
-    # and op_cost, which Spark then refuses (README)
+    # the views whose rows register computes only when asked (compute=True, or a report that reads
+    # them) are deferred: critical_path and op_cost; every other view registers (README)
     assert got["deferred"] == ["critical_path", "op_cost"]
-    assert set(got["not_portable"]) | {"op_cost"} == readme_not_portable_views()
+    assert got["not_portable"] == [] and readme_says_every_view_registers()

@@ -227,12 +227,12 @@ CREATE TABLE IF NOT EXISTS device_peaks (
 -- @column source VARCHAR Where the peaks come from.
 CREATE OR REPLACE VIEW run_devices AS
 WITH entries AS (
-  SELECT run_id, i AS pos, TRY_CAST(json_extract(e, '$.id') AS BIGINT) AS id, json_extract_string(e, '$.name') AS name,
+  SELECT run_id, pos, TRY_CAST(json_extract(e, '$.id') AS BIGINT) AS id, json_extract_string(e, '$.name') AS name,
          TRY_CAST(json_extract(e, '$.numSms') AS INTEGER) AS num_sms,
          json_extract_string(e, '$.computeMajor') || '.' || json_extract_string(e, '$.computeMinor') AS cc,
          TRY_CAST(json_extract(e, '$.totalGlobalMem') AS DOUBLE) / 2^30 AS memory_gib
-  FROM (SELECT run_id, unnest(json_extract(device_properties, '$[*]')) AS e, generate_subscripts(json_extract(device_properties, '$[*]'), 1) AS i
-        FROM runs WHERE json_array_length(device_properties) > 0)
+  FROM (SELECT run_id, i + 1 AS pos, json_extract(device_properties, '$[' || CAST(i AS VARCHAR) || ']') AS e
+        FROM runs, unnest(range(CAST(json_array_length(device_properties) AS BIGINT))) AS t(i) WHERE json_array_length(device_properties) > 0)
 ), kernel_device AS (
   SELECT run_id, arg_max(device, t) AS device FROM (
     SELECT run_id, device, sum(dur_ns) AS t FROM device_events(['kernel']) GROUP BY run_id, device

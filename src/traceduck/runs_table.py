@@ -120,7 +120,7 @@ class RunsRows:
                 table = read_open_row_file(f)
             tables.append(table.select([c for c in table.column_names if c in known]))
             read[run] = (st.st_ino, st.st_mtime_ns, st.st_size)
-        return pa.concat_tables(tables, promote_options="permissive"), read
+        return pa.concat_tables(tables, promote_options="permissive").combine_chunks(), read
 
     def _read_snapshot(self, snapshot: Path) -> dict[str, Stamp] | None:
         """Fill the table from the view cache's copy of every run's row as of these stamps: one file

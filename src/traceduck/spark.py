@@ -144,10 +144,29 @@ def macros() -> dict[str, Macro]:
     return out
 
 
+@lru_cache(maxsize=1)
+def _duckdb_dialect():
+    """DuckDB as sqlglot reads the SQL of sql/, for translation: a list index stays as written,
+    counting from 1 (sqlglot moves an index it can type to Spark's 0-based count and leaves one it
+    cannot, `l[i]`, as it is: _spark_fixes makes each `TRY_ELEMENT_AT`, which counts from 1 and from
+    the end for a negative index, as DuckDB does), and `len(l)` is a list's length (Spark's `SIZE`;
+    sql/ takes `length` of a string)."""
+    from sqlglot import exp
+    from sqlglot.dialects.duckdb import DuckDB
+
+    class SqlDuckDB(DuckDB):
+        INDEX_OFFSET = 0
+
+        class Parser(DuckDB.Parser):
+            FUNCTIONS = {**DuckDB.Parser.FUNCTIONS, "LEN": lambda args: exp.ArraySize(this=args[0])}
+
+    return SqlDuckDB
+
+
 def _parse(sql: str):
     import sqlglot
 
-    return sqlglot.parse_one(sql, read="duckdb")
+    return sqlglot.parse_one(sql, read=_duckdb_dialect())
 
 
 def _bind(macro: Macro, call, where: str) -> dict[str, object]:
@@ -267,6 +286,13 @@ def _spark_fixes(tree, where: str):
         for w in sel.args.get("windows") or []:
             windows[w.this.name.lower()] = w
 
+    _whole_rows(tree)
+    # HUGEINT: Spark's widest integer is a DECIMAL(38, 0) (gpu_time's packed counts fit in it); in a
+    # pass of its own, as a rule below that rebuilds a node keeps its children as they are
+    for dt in list(tree.find_all(exp.DataType)):
+        if dt.this == exp.DataType.Type.INT128:
+            dt.replace(exp.DataType.build("DECIMAL(38, 0)"))
+
     def fix(node):
         # DuckDB rounds a number cast to an integer (half to even); Spark truncates: round first
         if isinstance(node, exp.Cast) and not isinstance(node, exp.TryCast) \
@@ -321,9 +347,6 @@ def _spark_fixes(tree, where: str):
         if isinstance(node, exp.Mode) and isinstance(node.this, exp.Order) and len(node.this.expressions) == 1 \
                 and node.this.expressions[0].this == node.this.this and not node.this.expressions[0].args.get("desc"):
             return exp.Anonymous(this="MODE", expressions=[node.this.this.copy(), exp.true()])
-        # HUGEINT: Spark's widest integer is a DECIMAL(38, 0) (gpu_time's packed counts fit in it)
-        if isinstance(node, exp.DataType) and node.this == exp.DataType.Type.INT128:
-            return exp.DataType.build("DECIMAL(38, 0)")
         # arg_max/arg_min over a tuple: a struct in Spark
         if isinstance(node, (exp.ArgMax, exp.ArgMin)) and isinstance(node.expression, exp.Tuple):
             node.set("expression", exp.Anonymous(this="STRUCT", expressions=[e.copy() for e in node.expression.expressions]))
@@ -344,13 +367,59 @@ def _spark_fixes(tree, where: str):
             else:
                 items, begin, end = node.expressions
             return _list_slice(items.transform(fix), begin.transform(fix), end.transform(fix))
-        # l[-1]: sqlglot moves a negative index by one as it does a positive one (l[-2] in Spark, out of
-        # bounds); the SQL of sql/ says list_extract(l, -1), which becomes try_element_at
-        if isinstance(node, exp.Bracket) and len(node.expressions) == 1 and isinstance(node.expressions[0], exp.Neg):
-            raise NotPortableError(f"{where}: a negative list index (l[-1]) has no translation: use list_extract(l, -1)")
         # map_extract(m, k)[1]: the value of key k, NULL when absent
         if isinstance(node, exp.Bracket) and isinstance(node.this, exp.Anonymous) and node.this.name.lower() == "map_extract":
             return exp.Anonymous(this="TRY_ELEMENT_AT", expressions=[e.copy() for e in node.this.expressions])
+        # l[a:b]: list_slice(l, a, b), an open end the last element
+        if isinstance(node, exp.Bracket) and len(node.expressions) == 1 and isinstance(node.expressions[0], exp.Slice):
+            bounds = node.expressions[0]
+            begin = bounds.this if bounds.this is not None else exp.Literal.number(1)
+            end = bounds.args.get("expression") if bounds.args.get("expression") is not None else exp.Literal.number(-1)
+            return _list_slice(node.this.transform(fix), begin.transform(fix), end.transform(fix))
+        # l[i]: the i-th element counting from 1 (from the end when negative), NULL out of range
+        # (Spark's l[i] counts from 0 and fails out of range under ANSI), NULL for 0 (DuckDB's l[0]);
+        # a struct's field by name (s['f']) stays
+        if isinstance(node, exp.Bracket) and len(node.expressions) == 1 and not node.args.get("json_access") \
+                and not (isinstance(node.expressions[0], exp.Literal) and node.expressions[0].is_string):
+            index = node.expressions[0].transform(fix)
+            if not (isinstance(index, exp.Literal) and int(index.this) > 0):  # (an INT: Spark takes no BIGINT there)
+                index = exp.Cast(this=exp.Nullif(this=index, expression=exp.Literal.number(0)), to=exp.DataType.build("INT"))
+            return exp.Anonymous(this="TRY_ELEMENT_AT", expressions=[node.this.transform(fix), index])
+        # list_reduce(l, lambda, initial): Spark's aggregate(l, initial, lambda)
+        if isinstance(node, exp.Anonymous) and node.name.lower() in ("list_reduce", "array_reduce", "reduce") \
+                and len(node.expressions) == 3:
+            items, step, initial = (e.transform(fix) for e in node.expressions)
+            return exp.Anonymous(this="AGGREGATE", expressions=[items, initial, step])
+        # list_bool_and(l): DuckDB's bool_and over the elements, NULLs skipped, NULL for no element
+        if isinstance(node, exp.Anonymous) and node.name.lower() == "list_bool_and" and len(node.expressions) == 1:
+            known = _parse_spark("FILTER(__l, __x -> __x IS NOT NULL)")
+            known = known.transform(lambda n: exp.Paren(this=node.expressions[0].transform(fix))
+                                    if isinstance(n, exp.Column) and n.name == "__l" else n)
+            return exp.Case(ifs=[exp.If(this=exp.EQ(this=exp.Anonymous(this="SIZE", expressions=[known.copy()]),
+                                                    expression=exp.Literal.number(0)), true=exp.Null())],
+                            default=exp.Not(this=exp.Anonymous(this="ARRAY_CONTAINS", expressions=[known, exp.false()])))
+        # string_agg(DISTINCT x, sep ORDER BY x): the sorted set joined (Spark's LISTAGG with DISTINCT,
+        # beside another DISTINCT aggregate, fails in its optimizer: a ClassCastException in
+        # RewriteDistinctAggregates); NULL for no value, as DuckDB's
+        if isinstance(node, exp.GroupConcat) and isinstance(node.this, exp.Order) \
+                and isinstance(node.this.this, exp.Distinct) and len(node.this.this.expressions) == 1 \
+                and len(node.this.expressions) == 1 and not node.this.expressions[0].args.get("desc") \
+                and node.this.expressions[0].this == node.this.this.expressions[0]:
+            value = node.this.this.expressions[0].transform(fix)
+            values = exp.Anonymous(this="ARRAY_SORT", expressions=[exp.Anonymous(this="COLLECT_SET", expressions=[value])])
+            separator = node.args.get("separator") or exp.Literal.string(",")
+            return exp.Case(ifs=[exp.If(this=exp.EQ(this=exp.Anonymous(this="SIZE", expressions=[values.copy()]),
+                                                    expression=exp.Literal.number(0)), true=exp.Null())],
+                            default=exp.Anonymous(this="ARRAY_JOIN", expressions=[values, separator.copy()]))
+        # suffix(s, x): Spark's endswith
+        if isinstance(node, exp.Anonymous) and node.name.lower() == "suffix" and len(node.expressions) == 2:
+            return exp.Anonymous(this="ENDSWITH", expressions=[e.transform(fix) for e in node.expressions])
+        # TRY_CAST(text AS T[]): Spark casts no string to an array; the text read as a JSON array
+        # ('[1, 2]'; NULL for anything else, as DuckDB's TRY_CAST of such text)
+        if isinstance(node, exp.TryCast) and node.to.this == exp.DataType.Type.ARRAY:
+            return exp.Anonymous(this="FROM_JSON", expressions=[
+                exp.Cast(this=node.this.transform(fix), to=exp.DataType.build("STRING")),
+                exp.Literal.string(node.to.sql(dialect="spark"))])
         if isinstance(node, exp.RegexpReplace):
             pattern = node.expression
             if node.args.get("single_replace") and not (isinstance(pattern, exp.Literal)
@@ -469,6 +538,25 @@ def _spark_fixes(tree, where: str):
     return tree.transform(fix)
 
 
+def _whole_rows(tree) -> None:
+    """`arg_min(e, k)`, `arg_max(p, k)`, `any_value(p)` of a table's alias: DuckDB takes the whole row
+    as a struct; Spark reads a bare name as a column: `STRUCT(e.*)`, in place."""
+    from sqlglot import exp
+
+    for sel in tree.find_all(exp.Select):
+        sources = [sel.args.get("from_") or sel.args.get("from")] + list(sel.args.get("joins") or [])
+        aliases = {src.this.alias_or_name.lower() for src in sources if src is not None and src.this.alias_or_name}
+        if not aliases:
+            continue
+        for agg in sel.find_all(exp.ArgMax, exp.ArgMin, exp.AnyValue):
+            if agg.find_ancestor(exp.Select) is not sel:
+                continue
+            arg = agg.this
+            if isinstance(arg, exp.Column) and not arg.table and arg.name.lower() in aliases:
+                arg.replace(exp.Anonymous(this="STRUCT", expressions=[
+                    exp.Column(this=exp.Star(), table=exp.to_identifier(arg.name))]))
+
+
 def _zipped_arg_max(node):
     """(K, V) of `(SELECT arg_max(k, v) FROM (SELECT unnest(K) AS k, unnest(V) AS v))`, else None."""
     from sqlglot import exp
@@ -549,7 +637,7 @@ def _asof_join(join, where: str):
         elif type(c) in flip and op is None and on_right(c.this) and on_left(c.expression):
             probe, y, op = c.expression, c.this, flip[type(c)]
         else:
-            raise NotPortableError(f"{where}: an ASOF JOIN condition Spark cannot take ({c.sql(dialect='duckdb')})")
+            raise NotPortableError(f"{where}: an ASOF JOIN condition Spark cannot take ({c.sql(dialect=_duckdb_dialect())})")
     if op is None:
         raise NotPortableError(f"{where}: an ASOF JOIN without an inequality")
     backward = op in (exp.GTE, exp.GT)  # the last r.y at or before the probe: bounded by the next y
@@ -679,7 +767,7 @@ def _columns(query, where: str) -> list[str]:
             a.args.get(_with_key()) is not None and a.args[_with_key()].args.get("recursive") for a in _ancestors(query))))
     body = body.transform(lambda n: exp.Null() if isinstance(n, (exp.Placeholder, exp.Parameter)) else n)
     try:
-        return [row[0] for row in _duckdb_catalog().execute(f"DESCRIBE {body.sql(dialect='duckdb')}").fetchall()]
+        return [row[0] for row in _duckdb_catalog().execute(f"DESCRIBE {body.sql(dialect=_duckdb_dialect())}").fetchall()]
     except duckdb.Error as e:
         raise NotPortableError(f"{where}: cannot find the columns of a UNION BY NAME side ({_first_line(e)})") from None
 
@@ -1005,9 +1093,17 @@ def _recursive(tree) -> bool:
 
 
 def _parse_spark_query(sql: str):
+    """Spark SQL as sqlglot reads it, to be written again as Spark SQL: `ANY_VALUE(x, TRUE)` stays
+    so (sqlglot writes it `ANY_VALUE(x) IGNORE NULLS`, which Spark refuses before a FILTER)."""
     import sqlglot
+    from sqlglot import exp
 
-    return sqlglot.parse_one(sql, read="spark")
+    def keep(node):
+        if isinstance(node, exp.IgnoreNulls) and isinstance(node.this, exp.AnyValue):
+            return exp.Anonymous(this="ANY_VALUE", expressions=[node.this.this.copy(), exp.true()])
+        return node
+
+    return sqlglot.parse_one(sql, read="spark").transform(keep)
 
 
 def _inlined_references(tree) -> int:
@@ -1069,7 +1165,7 @@ def staged(spark: SparkSession, sql: str, params: dict | None = None) -> DataFra
         return spark.sql(text, args=_args_used(text, params))
 
     def keep(df, view):
-        df = df.localCheckpoint()
+        df = df.localCheckpoint(eager=False)
         df.createOrReplaceTempView(view)
         made.append(view)
         return df
@@ -1151,6 +1247,18 @@ def _args_used(sql: str, params: dict | None) -> dict | None:
     return used or None
 
 
+def _compute_deferred(spark: SparkSession, views: SparkViews, view: str) -> None:
+    """Compute the rows of a view `register` deferred (a recursive walk over a big plan: op_cost,
+    critical_path) the first time a report reads it, and keep them as the view for the session."""
+    try:
+        with _unlogged_query_errors():
+            staged(spark, views.sql[view]).createOrReplaceTempView(view)
+    except _spark_error_types() as e:
+        raise QueryError(f"view {view} failed in Spark: {_first_line(e)}") from None
+    del views.deferred[view]
+    views.views.append(view)
+
+
 def report(spark: SparkSession, name: str, runs: list[str] | None = None, params: list[str] | None = None,
            store: str | os.PathLike | None = None, keep_run_columns: bool | None = None) -> DataFrame:
     """A canned report (`traceduck reports` lists them) run in Spark SQL over the views `register`
@@ -1174,6 +1282,8 @@ def report(spark: SparkSession, name: str, runs: list[str] | None = None, params
         reasons = "; ".join(views.not_portable[v].message for v in skipped)
         raise NotPortableError(f"report {name} reads views Spark cannot run: {reasons}")
     run_ids = prepared.run_ids
+    for view in sorted(tables_read(prepared.report.sql, f"report {name}") & set(views.deferred)):
+        _compute_deferred(spark, views, view)
     spark.createDataFrame([(r,) for r in run_ids], "run_id STRING").createOrReplaceTempView("report_runs")
     sql = _literal_frame_bounds(report_sql(name), prepared.params)
     try:
