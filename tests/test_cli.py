@@ -160,6 +160,24 @@ COMMANDS = ["ingest", "runs", "label", "rename", "step-marker", "rm", "compact",
             "catalog", "shell", "export"]
 
 
+def test_the_program_writes_all_its_output_and_its_exit_code_and_stops_quietly_when_the_reader_does(samples_store):
+    # The program ends without tearing the interpreter down (cli.run): what it printed must still
+    # all arrive, its exit code stay, and a reader that stops early (`| head -1`) leave no traceback.
+    query = "SELECT range AS n FROM range(100000)"
+    full = td("sql", query, "--store", samples_store, "--format", "csv")
+    assert full.returncode == 0, full.stderr
+    assert full.stdout.splitlines() == ["n", *map(str, range(100000))]
+    failed = td("report", "top-ops", "--run", "nosuchrun", "--store", samples_store)
+    assert failed.returncode == 1 and failed.stderr.startswith("Error: ") and len(failed.stderr.splitlines()) == 1
+    env = {k: v for k, v in os.environ.items() if k != "TRACEDUCK_STORE"}
+    proc = subprocess.Popen([sys.executable, "-m", "traceduck", "sql", query, "--store", str(samples_store),
+                             "--format", "csv"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    assert proc.stdout.readline() == b"n\n"
+    proc.stdout.close()  # as `head -1` does
+    assert proc.wait(timeout=60) == 1  # the parser's convention for a closed pipe (click: exit 1, nothing said)
+    assert proc.stderr.read() == b""
+
+
 def test_help_lists_every_command():
     p = td("--help", env={"COLUMNS": "100"})
     assert p.returncode == 0 and p.stderr == ""

@@ -5,6 +5,7 @@ a run replaced or removed, or a damaged file; a store that cannot be written jus
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -263,3 +264,42 @@ def test_rows_of_a_run_removed_meanwhile_never_make_its_directory_again(samples_
     assert not kept.write(con, where, "top-ops", "SELECT 1 AS x")
     assert not (samples_store / "runs" / buggy).exists()
     assert kept.directory(store, buggy) is None
+
+
+DIFFS = [[], ["--by", "shape"], ["--by", "copy", "--per-step"], ["--by", "call_site", "--threshold", "50"],
+         ["--by", "op_shape", "--exact-dims"], ["--limit", "3"]]
+
+
+def test_a_comparison_is_kept_beside_run_b_and_read_while_both_runs_stay(samples_store, capsys, monkeypatch):
+    """`diff A B`: computed with nothing kept, the first call (keeps its rows beside B, one file per
+    A and parameters), the second (reads them: diff.sql would fail): the same output in every format."""
+    from traceduck import diff as diff_module
+
+    broken = dataclasses.replace(diff_module.diff_spec(), sql="SELECT error('computed again')")
+    buggy, fixed = run_id_of(BUGGY), run_id_of(SAMPLES / "fixed.json.gz")
+    for args in DIFFS:
+        for fmt in FORMATS:
+            cmd = ["diff", "buggy", "fixed", "--store", samples_store, "--format", fmt, *args]
+            with monkeypatch.context() as m:
+                m.setattr(kept, "write", lambda *a, **k: False)
+                computed = cli(capsys, *cmd)
+            first = cli(capsys, *cmd)
+            with monkeypatch.context() as m:
+                m.setattr(diff_module, "diff_spec", lambda: broken)
+                second = cli(capsys, *cmd)
+            assert computed == first == second and computed[0] == 0, (args, fmt)
+    files = [p for p in kept_files(samples_store) if p.name.startswith("report-diff.")]
+    assert {p.parts[-4] for p in files} == {fixed}
+    assert len(files) == len(DIFFS) - 1  # --limit only cuts the default comparison's rows
+    # the other way round is another comparison, kept beside its B
+    assert cli(capsys, "diff", "fixed", "buggy", "--store", samples_store)[0] == 0
+    assert {p.parts[-4] for p in kept_files(samples_store) if p.name.startswith("report-diff.")} == {fixed, buggy}
+    # run A replaced (its events.parquet a new file): compared again, never the rows kept for the old one
+    events = samples_store / "runs" / buggy / "events.parquet"
+    data = events.read_bytes()
+    events.unlink()
+    events.write_bytes(data)
+    with monkeypatch.context() as m:
+        m.setattr(diff_module, "diff_spec", lambda: broken)
+        code, _, err = cli(capsys, "diff", "buggy", "fixed", "--store", samples_store)
+    assert code == 1 and err.startswith("Error: diff failed")

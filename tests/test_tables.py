@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -118,8 +119,12 @@ def left_out(table: Table) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def samples(samples_template):
-    return samples_template
+def samples(samples_template, tmp_path_factory):
+    """A copy of the samples' store: reports and diffs keep rows beside its runs (kept.py), and the
+    template stays as ingested for the other tests."""
+    path = tmp_path_factory.mktemp("samples") / "store"
+    shutil.copytree(samples_template, path)
+    return path
 
 
 @pytest.fixture(scope="module")

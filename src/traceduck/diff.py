@@ -1,16 +1,24 @@
-"""Comparing two runs: `traceduck diff A B` (the SQL is sql/diff.sql)."""
+"""Comparing two runs: `traceduck diff A B` (the SQL is sql/diff.sql).
+
+The rows of a comparison are kept beside run B on first use (kept.py: `report-diff.<variant>`, the
+variant a hash of run A's id and the identity of its events.parquet and of the parameters) and read
+on later calls with the same runs and parameters: a run replaced on either side is compared again.
+Nothing is kept while the session's reference tables differ from the shipped ones."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import hashlib
+
 import duckdb
 
-from . import selection
+from . import kept, selection
 from .catalog import diff_spec, parse_params
 from .engine import Engine
 from .errors import QueryError
-from .sqltext import first_line
+from .packs import data_stamp
+from .sqltext import first_line, literal, quoted
 
 
 @dataclass
@@ -52,10 +60,32 @@ def diff_relation(engine: Engine, a: str, b: str, by: str = "op", per_step: bool
     values.update(a=run_a, b=run_b)
     cur = engine.cursor([run_a, run_b])
     try:
+        where, variant = _kept_place(engine, run_a, run_b, values)
+        found = kept.find(where, "diff", variant)
+        if found is None and where is not None:
+            cur.execute(f"CREATE OR REPLACE TEMP TABLE __diff AS SELECT row_number() OVER () AS __ord, * FROM ({spec.query})",
+                        values)
+            if kept.write(cur, where, "diff", "FROM __diff ORDER BY __ord", variant):
+                found = kept.find(where, "diff", variant)
+            if found is None:  # not kept (the store read-only or full): the rows computed just now
+                return cur.sql("SELECT * EXCLUDE (__ord) FROM __diff ORDER BY __ord")
+        if found is not None:
+            columns = ", ".join(f"CAST({quoted(c.name)} AS {c.type}) AS {quoted(c.name)}" for c in spec.columns)
+            return cur.sql(f"SELECT {columns} FROM read_parquet({literal(found)}) ORDER BY __ord")
         return cur.sql(spec.query, params=values)
     except duckdb.Error as e:
         cur.close()
         raise QueryError(f"diff failed: {first_line(str(e))}") from None
+
+
+def _kept_place(engine: Engine, run_a: str, run_b: str, values: dict) -> tuple[str | None, str]:
+    """Where the rows of this comparison are kept (beside run B) and their variant; (None, '') when
+    they are not kept: a run without its own files, or reference tables changed in this session."""
+    stamp_a = data_stamp(engine.store, run_a)
+    if stamp_a is None or engine.references_changed:
+        return None, ""
+    text = repr((run_a, stamp_a, sorted(values.items())))
+    return kept.directory(engine.store, run_b), hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
 
 
 def step_times(engine: Engine, a: str, b: str) -> tuple[dict, dict]:

@@ -1,5 +1,7 @@
 """Report rows kept beside a run: what a report computed for one run with its default parameters,
-read instead of computed again by later calls (reports.py decides when; this is where and how).
+read instead of computed again by later calls (reports.py decides when; this is where and how), and
+the rows of a comparison of two runs, kept beside run B (diff.py: report `diff`, its variant naming
+run A, A's files and the parameters).
 
     STORE/runs/<run_id>/derived/<summaries key>-<stamp>/report-<name>[.<variant>].<digest>.parquet
 
