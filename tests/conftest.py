@@ -20,26 +20,11 @@ if "TRACEDUCK_CACHE_DIR" not in os.environ:
     _VIEW_FILES = os.environ["TRACEDUCK_CACHE_DIR"] = tempfile.mkdtemp(prefix="traceduck-test-views-")
 
 
-
-
-def pytest_sessionfinish(session, exitstatus):
-    """Remove the view files' directory this process made (under pytest-xdist the controlling
-    process makes it and its workers, started with its environment, share it)."""
+@pytest.fixture(scope="session", autouse=True)
+def _session_view_files():
+    yield
     if _VIEW_FILES is not None:
         shutil.rmtree(_VIEW_FILES, ignore_errors=True)
-
-
-# The test files that take longest, first: pytest-xdist (pyproject's addopts) hands whole files to its
-# two processes in the order collected, and a file of 20 minutes handed out last ends the run late.
-LONGEST_FIRST = ("test_spark.py", "test_faults.py", "test_fuzz.py", "test_kept.py", "test_spark_cluster.py")
-
-
-def pytest_collection_modifyitems(config, items):
-    def rank(item) -> int:
-        name = item.path.name
-        return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
-
-    items.sort(key=rank)  # stable: each file's tests keep their order
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_TRACES = ROOT.parent / "shared" / "traces"

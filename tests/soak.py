@@ -8,10 +8,11 @@ reference). SPEC is a JSON file: {"traces": {path: run_id}, "counts": {run_id: {
 Each operation is one JSON line in LOG: {"op", "run", "t0", "t1", "error", "kind"} (`error` "" when
 it succeeded, else the error's one line and `kind` its class; `traceback` for any other exception).
 
-In the quiet half of every CYCLE_S seconds of the clock (the same for every process) no run is
-replaced or removed: `ingest` never forces and `change` compacts or labels or renames. A compact
-that sees a member replaced or removed gives up (ChangedMeanwhile), and with a replacement every
-second or so none would get through on a slow machine; each quiet window lets some.
+While a `change` process compacts (its file `compacting-SEED` beside the store), no run is
+replaced or removed: `ingest` does not force and `change` labels instead of removing. A compact
+that sees a member replaced or removed gives up (ChangedMeanwhile); with a replacement about
+every second none would get through on a slow machine. Ingests, reads, labels and renames still
+run beside it.
 """
 
 from __future__ import annotations
@@ -30,12 +31,6 @@ from traceduck.errors import TraceduckError
 TABLES = ("events", "args", "shapes", "stacks", "step_windows")
 REPORTS = [name for name, r in all_reports().items() if "one_job" not in r.requires]
 HEAVY = {"overview", "roofline"}  # seconds each: read less often
-CYCLE_S = 40  # a quiet window of 20 s in every 40: a soak of 75 s holds a whole one
-
-
-def quiet() -> bool:
-    """Whether now is in a quiet window (see the module docstring)."""
-    return time.time() % CYCLE_S < CYCLE_S / 2
 
 
 def main(role: str, store: str, deadline: float, seed: int, spec_file: str, log_file: str) -> None:
@@ -60,9 +55,14 @@ def main(role: str, store: str, deadline: float, seed: int, spec_file: str, log_
 
 def ingest(record: dict, store: str, spec: dict, rng: random.Random, tag: str) -> None:
     path = rng.choice(sorted(spec["traces"]))
-    force = rng.random() < 0.1 and not quiet()
+    force = rng.random() < 0.1 and not compacting(store)
     record.update(op="ingest --force" if force else "ingest", run=spec["traces"][path])
     traceduck.ingest(path, store=store, jobs=1, force=force, labels={"soak": tag})
+
+
+def compacting(store: str) -> bool:
+    """Whether a change process is compacting now (see the module docstring)."""
+    return any(Path(store).parent.glob("compacting-*"))
 
 
 def _some_run(store: str, rng: random.Random) -> str | None:
@@ -73,13 +73,18 @@ def _some_run(store: str, rng: random.Random) -> str | None:
 
 
 def change(record: dict, store: str, spec: dict, rng: random.Random, tag: str) -> None:
-    if quiet():
-        op = rng.choices(["label", "rename", "compact"], weights=[1, 1, 2])[0]
-    else:
-        op = rng.choices(["label", "rename", "rm", "compact"], weights=[4, 3, 2, 1])[0]
+    op = rng.choices(["label", "rename", "rm", "compact"], weights=[4, 3, 2, 1])[0]
     record["op"] = op
+    if op == "rm" and compacting(store):
+        op = record["op"] = "label"
     if op == "compact":
-        traceduck.compact(store=store)
+        marker = Path(store).parent / f"compacting-{tag.split('-')[0]}"
+        marker.touch()
+        try:
+            time.sleep(2)  # the replacements and removals already under way end first
+            traceduck.compact(store=store)
+        finally:
+            marker.unlink()
         return
     run = _some_run(store, rng)
     if run is None:
