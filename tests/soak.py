@@ -8,7 +8,7 @@ reference). SPEC is a JSON file: {"traces": {path: run_id}, "counts": {run_id: {
 Each operation is one JSON line in LOG: {"op", "run", "t0", "t1", "error", "kind"} (`error` "" when
 it succeeded, else the error's one line and `kind` its class; `traceback` for any other exception).
 
-While a `change` process compacts (its file `compacting-SEED` beside the store), no run is
+While a `change` process compacts (half of its compacts: its file `compacting-SEED` beside the store), no run is
 replaced or removed: `ingest` does not force and `change` labels instead of removing. A compact
 that sees a member replaced or removed gives up (ChangedMeanwhile); with a replacement about
 every second none would get through on a slow machine. Ingests, reads, labels and renames still
@@ -77,6 +77,9 @@ def change(record: dict, store: str, spec: dict, rng: random.Random, tag: str) -
     record["op"] = op
     if op == "rm" and compacting(store):
         op = record["op"] = "label"
+    if op == "compact" and rng.random() < 0.5:  # the others may see runs replaced: ChangedMeanwhile
+        traceduck.compact(store=store)
+        return
     if op == "compact":
         marker = Path(store).parent / f"compacting-{tag.split('-')[0]}"
         marker.touch()
