@@ -221,3 +221,40 @@ def test_overview_over_more_runs_than_a_slice_is_packed_a_slice_at_a_time(tmp_pa
     assert rows == [(3, 1)]
     assert all(packed(store, report) for report in JOB_REPORTS)
     assert outputs(capsys, store, [[]]) == before
+
+
+@pytest.mark.slow  # 40 s
+def test_overview_over_more_runs_than_a_slice_is_computed_a_slice_at_a_time(tmp_path, capsys, monkeypatch):
+    """A report of overview over more than JOB_CHUNK runs whose rows no pack holds (a packed job and
+    a rank added since: 20 GB over 4,097 ranks at once) is computed a slice of runs at a time, each
+    against the stragglers of all the runs covered: the same output, in every format and with a
+    limit, as one pass over all of them."""
+    from traceduck import reports
+
+    store = tmp_path / "store"
+    ranks = make_job(tmp_path / "job", 3)
+    traceduck.ingest(ranks[:2], store=store)
+    traceduck.compact(store=store)
+    traceduck.ingest(ranks[2:], store=store)  # a rank added after compact: no pack holds the job
+    selections = [[], ["rank-0", "rank-2"]]
+    limited = ["report", "overview", "--store", store, "--format", "json", "--limit", "2"]
+    before = outputs(capsys, store, selections)
+    before_limited = cli(capsys, *limited)
+    assert '"straggler"' in before[((), "overview", "json")][1]  # the finding that compares the ranks
+    with traceduck.open(store) as db:
+        query = db.report_query("overview")
+        assert not query.sliced and not query.packed
+        query.close()
+
+    monkeypatch.setattr(reports, "JOB_CHUNK", 1)
+    cursors = []
+    real = reports._cover
+    monkeypatch.setattr(reports, "_cover", lambda cur, run_ids: cursors.append(len(run_ids)) or real(cur, run_ids))
+    with traceduck.open(store) as db:
+        query = db.report_query("overview")
+        assert query.sliced
+        query.close()
+    assert cursors == [3, 1, 1, 1]  # the report's cursor over all three runs, then a slice per run
+    assert outputs(capsys, store, selections) == before
+    assert cli(capsys, *limited) == before_limited
+    assert before_limited[0] == 0 and before_limited[1].count('"item"') <= 6

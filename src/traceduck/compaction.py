@@ -19,8 +19,8 @@ from .engine import Engine
 from .errors import IO_HINT, NO_SPACE_HINT, JobSelectionError, StoreError
 from .jobs import require_one_job
 from .packs import MANIFEST, data_stamp, list_packs, packed_tables, packs_dir, remove, remove_superseded
-from .reports import (JOB_RUNS_FILE, TEXT_GROUP_BYTES, has_json_text, is_job_report, job_report_file, per_run_rows,
-                      report_file, report_text_file, report_text_sql)
+from .reports import (JOB_CHUNK, JOB_RUNS_FILE, SLICED, TEXT_GROUP_BYTES, has_json_text, is_job_report, job_report_file, per_run_rows,
+                      report_file, report_text_file, report_text_sql, stragglers_macro)
 from .sqltext import first_line, literal
 from .store import CHECKSUMS, Store, write_checksums
 from .viewfile import summaries_key
@@ -31,11 +31,6 @@ from .viewfile import summaries_key
 # 4,096 runs at once 4.1 GB)
 REPORT_CHUNK = 32
 SUMMARY_CHUNK = 128  # the summaries (gpu_time's sweeps over 1,024 runs at once took 2.6 GB; 0.7 GB this way)
-# overview's rows over a pack of more runs than this are computed this many runs at a time (its
-# findings read every op of the runs it covers: 7-8 GB over a 1,024-rank job at once, 0.95 GB over
-# 64 ranks, 0.6 GB over 32), each slice against the stragglers of the whole pack (macro
-# job_stragglers), computed once
-JOB_CHUNK = 32
 _AGAIN = "A run may have been removed or replaced meanwhile: run `traceduck compact` again"
 
 
@@ -125,12 +120,14 @@ def _pack_id(members: dict[str, tuple], summaries_key_: str) -> str:
 
 def _write_tables(store: Store, runs: list[str], tmp: Path) -> None:
     """Each table's rows of every run (but `runs`), in the order of the files: run_id order, so row
-    groups prune on run_id."""
+    groups prune on run_id. Every file of a table has the same columns (the runs' schema stamp:
+    catalog.arrow_schemas), so they are read by position: `union_by_name` reads every file's schema
+    first and held 950 MB for the events of 4,096 runs (546 MB without it; bench/jobs.py)."""
     con = duckdb.connect()
     try:
         for table in packed_tables():
             files = [store.run_file(r, f"{table}.parquet") for r in runs]
-            con.execute(f"COPY (SELECT * FROM read_parquet(?, union_by_name = true)) TO "
+            con.execute(f"COPY (SELECT * FROM read_parquet(?)) TO "
                         f"{literal(str(tmp / (table + '.parquet')))} (FORMAT parquet, COMPRESSION zstd)", [files])
     except duckdb.Error as e:
         raise _failed(store, "cannot pack the runs", e) from None
@@ -175,7 +172,7 @@ def _write_summaries(store: Store, runs: list[str], tmp: Path) -> None:
 def _write_report_rows(store: Store, runs: list[str], tmp: Path, order: list[str]) -> None:
     """Each per-run report's rows of these runs with its default parameters (reports.per_run_rows),
     computed over REPORT_CHUNK runs at a time (a report's memory grows with the runs it covers) and
-    written to one file per report; and the JSON text of those rows (reports.report_text_sql), which
+    written to one file per report; and the JSON text of those rows (reports.report_text_sql, stragglers_macro), which
     json output of the report's rows writes as it is, runs in the order of `order`, also REPORT_CHUNK
     runs at a time (each run's text is built whole in memory)."""
     reports = {name: report for name, report in all_reports().items() if report.per_run}
@@ -224,7 +221,7 @@ def _write_job_rows(store: Store, runs: list[str], tmp: Path) -> None:
                     except JobSelectionError:
                         continue
                 target = tmp / f"{job_report_file(name)}.parquet"
-                if name == "overview" and len(runs) > JOB_CHUNK:
+                if name == SLICED and len(runs) > JOB_CHUNK:
                     _write_overview_rows(store, engine, runs, tmp, target)
                 else:
                     per_run_rows(engine, name).to_parquet(str(target))
@@ -250,8 +247,7 @@ def _write_overview_rows(store: Store, engine: Engine, runs: list[str], tmp: Pat
         cur.sql("SELECT * FROM job_stragglers($ids)", params={"ids": runs}).to_parquet(str(stragglers))
     finally:
         cur.close()
-    setup = (f"CREATE OR REPLACE TEMP MACRO job_stragglers(run_ids) AS TABLE "
-             f"SELECT * FROM read_parquet({literal(str(stragglers))}) WHERE list_contains(run_ids, run_id)")
+    setup = stragglers_macro(f"read_parquet({literal(str(stragglers))})")
     for i in range(0, len(runs), JOB_CHUNK):
         with Engine(store, run_ids=runs[i:i + JOB_CHUNK]) as part_engine:
             per_run_rows(part_engine, "overview", setup=setup).to_parquet(str(tmp / f"overview.{i}.part"))

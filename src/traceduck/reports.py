@@ -16,6 +16,11 @@ Over runs that no pack summarizes, a report with its default parameters (a `--li
 them) keeps each run's rows beside the run on first use and reads them on later calls (kept.py): a
 per-run report for any runs, a report that compares a job's ranks for a selection of one run. The check costs a directory listing and a digest per run:
 the report's view stack is not planned when every run's rows are kept.
+
+Overview over more than JOB_CHUNK runs whose rows no pack holds (a packed job and a rank added
+since, or a big store never packed) is computed JOB_CHUNK runs at a time, as `compact` computes it
+(over 4,097 runs at once it took 104 s and 20 GB): its only comparison across runs, the straggler of
+each job (macro job_stragglers), is computed once over every run covered and read by each slice.
 """
 
 from __future__ import annotations
@@ -38,6 +43,11 @@ from .sqltext import first_line, literal, quoted
 from .store import short_id
 
 RUN_COLUMNS = ("run_id", "run_name")
+# overview's rows over more runs than this are computed this many runs at a time, each slice
+# against the stragglers of all the runs covered (its findings read every op of the runs: 7-8 GB
+# over a 1,024-rank job at once, 0.95 GB over 64 ranks, 0.6 GB over 32); compact does the same
+JOB_CHUNK = 32
+SLICED = "overview"  # the report computed a slice of runs at a time (its one comparison: job_stragglers)
 _LAST = 9223372036854775807  # the position of rows of no listed run: last
 
 # A pack's JSON text of a per-run report: each row's object as json output writes it, without the
@@ -117,6 +127,7 @@ class ReportQuery:
     packed: bool  # its rows are read from the packs
     rows_file: str = ""  # the packs' file of its rows (report_file or job_report_file), when packed
     kept_files: list[str] | None = None  # the files its rows are read from, kept beside its runs (kept.py)
+    sliced: bool = False  # its rows are in the cursor's temp table __sliced, computed a slice at a time
     renew: Callable[[], ReportQuery] | None = None  # the same report over the runs published now
     selected: bool = False  # runs were asked for (else: every run)
     columns: list[Column] = field(init=False)
@@ -131,6 +142,8 @@ class ReportQuery:
             return self._packed_sql(limit, run_rows)
         if self.kept_files is not None:
             return self._kept_sql(limit, run_rows)
+        if self.sliced:
+            return self._ordered_rows_sql("__sliced", limit, run_rows)
         sql = self.report.query
         if "run_id" not in [c.name for c in self.report.columns]:
             if self.dropped:
@@ -166,15 +179,20 @@ class ReportQuery:
         files = "[" + ", ".join(literal(f) for f in self.kept_files or []) + "]"
         if self.report.per_run:
             return self._packed_sql(limit, run_rows, files)
+        return self._ordered_rows_sql(f"read_parquet({files})", limit, run_rows)
+
+    def _ordered_rows_sql(self, source: str, limit: int | None, run_rows: bool) -> str:
+        """The rows of `source` (the report's columns, __ord: their order, __pos: each row's
+        position in its run), at most `limit` per run, in their order."""
         columns = ", ".join(f"CAST(s.{quoted(c.name)} AS {c.type}) AS {quoted(c.name)}" for c in self.columns)
         keep = "" if limit is None else f"AND s.__pos <= {int(limit)}"
         count = ", s.__run_rows" if run_rows else ""
         return (f"SELECT {columns}{count} FROM (SELECT *, count(*) OVER (PARTITION BY run_id) AS __run_rows "
-                f"FROM read_parquet({files})) s WHERE true {keep} ORDER BY s.__ord")
+                f"FROM {source}) s WHERE true {keep} ORDER BY s.__ord")
 
     def _bound(self) -> dict[str, object]:
         """The parameters the rows' SQL takes: none when they are read from the packs or kept files."""
-        return {} if self.packed or self.kept_files is not None else self.params
+        return {} if self.packed or self.kept_files is not None or self.sliced else self.params
 
     def relation(self) -> duckdb.DuckDBPyRelation:
         """The rows as a DuckDB relation (`.fetchall()`, `.df()`, `.pl()`), at most `limit` per run."""
@@ -329,6 +347,9 @@ def query(engine: Engine, name: str, runs: list[str] | None = None, params: list
             if (not packed and not some and (report.per_run or len(run_ids) == 1)
                     and not engine.references_changed):
                 kept_files = _kept_files(engine, report, run_ids, bound, rows)
+        sliced = not packed and kept_files is None and name == SLICED and len(run_ids) > JOB_CHUNK
+        if sliced:
+            _compute_sliced(engine, cur, report, run_ids, bound)
     except duckdb.Error as e:
         cur.close()
         raise QueryError(f"report {name} failed: {first_line(str(e))}") from None
@@ -336,7 +357,46 @@ def query(engine: Engine, name: str, runs: list[str] | None = None, params: list
         cur.close()
         raise
     return ReportQuery(report, cur, engine, bound, run_ids, dropped, limit, bool(packed), rows_file, kept_files,
-                       renew=lambda: query(engine, name, runs, params, limit, keep), selected=bool(runs))
+                       sliced, renew=lambda: query(engine, name, runs, params, limit, keep), selected=bool(runs))
+
+
+def stragglers_macro(source: str) -> str:
+    """A temporary macro job_stragglers that reads the stragglers computed once over all the runs
+    (`source`, a table or a read_parquet call) in place of the view file's: what each slice of
+    overview's runs reads (JOB_CHUNK)."""
+    return (f"CREATE OR REPLACE TEMP MACRO job_stragglers(run_ids) AS TABLE "
+            f"SELECT * FROM {source} WHERE list_contains(run_ids, run_id)")
+
+
+def _compute_sliced(engine: Engine, cur: duckdb.DuckDBPyConnection, report: Report, run_ids: list[str],
+                    bound: dict[str, object]) -> None:
+    """The report's rows over `run_ids`, JOB_CHUNK runs at a time, into the temp table __sliced of
+    `cur` (which covers them all): the stragglers of every job once over all the runs, then each
+    slice on a cursor over its runs' files alone, against those stragglers; rows in the order of
+    report_run_order, each run's in the report's (__ord), with their position in the run (__pos).
+    Each slice's rows are as one pass over every run gives them (tests/test_job_packs.py)."""
+    import pyarrow as pa
+
+    stragglers = cur.sql("SELECT * FROM job_stragglers($ids)", params={"ids": run_ids}).to_arrow_table()
+    parts = []
+    for i in range(0, len(run_ids), JOB_CHUNK):
+        part = engine.cursor(run_ids[i:i + JOB_CHUNK])
+        try:
+            _cover(part, run_ids[i:i + JOB_CHUNK])
+            part.register("__job_stragglers", stragglers)
+            part.execute(stragglers_macro("__job_stragglers"))
+            parts.append(part.sql(f"SELECT {i} AS __slice, row_number() OVER () AS __row, * FROM ({report.query})",
+                                  params=bound).to_arrow_table())
+        finally:
+            part.close()
+    cur.register("__sliced_parts", pa.concat_tables(parts) if parts else None)
+    try:
+        cur.execute("CREATE OR REPLACE TEMP TABLE __sliced AS SELECT s.* EXCLUDE (__slice, __row), "
+                    f"row_number() OVER (ORDER BY coalesce(o.position, {_LAST}), s.__slice, s.__row) AS __ord, "
+                    "row_number() OVER (PARTITION BY s.run_id ORDER BY s.__slice, s.__row) AS __pos "
+                    "FROM __sliced_parts s LEFT JOIN report_run_order o ON o.run_id = s.run_id")
+    finally:
+        cur.unregister("__sliced_parts")
 
 
 def _kept_files(engine: Engine, report: Report, run_ids: list[str], bound: dict[str, object],
