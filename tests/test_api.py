@@ -196,6 +196,24 @@ def test_an_empty_store_reads_as_empty_tables_then_sees_new_runs(tmp_path):
         assert db.sql("SELECT count(*) FROM events").fetchall() == [(len(events_of(BUGGY)),)]
 
 
+
+def test_one_listing_reads_the_runs_as_opened_until_the_block_ends(tmp_path):
+    path = tmp_path / "store"
+    traceduck.ingest(BUGGY, store=path, name="buggy")
+    buggy, fixed = len(events_of(BUGGY)), len(events_of(FIXED))
+    with traceduck.open(path) as db:
+        with db.one_listing():
+            traceduck.ingest(FIXED, store=path, name="fixed")  # published while the block reads
+            assert db.sql("SELECT count(*) FROM events").fetchall() == [(buggy,)]
+            assert [r["name"] for r in db.runs()] == ["buggy"]
+            ranks = db.report("ranks")
+            assert [r[ranks.columns.index("item")] for r in ranks.fetchall()] == ["buggy"]  # a rank row: the run listed
+        assert db.sql("SELECT count(*) FROM events").fetchall() == [(buggy + fixed,)]
+        assert [r["name"] for r in db.runs()] == ["buggy", "fixed"]
+        with db.one_listing():  # listed when the block's first call needs it: still both runs
+            traceduck.ingest(BUGGY, store=path, name="buggy", force=True)  # the same content, replaced
+            assert db.sql("SELECT count(*) FROM events").fetchall() == [(buggy + fixed,)]
+
 @pytest.mark.slow  # 2 s
 def test_a_cache_of_another_version_is_replaced(tmp_path, monkeypatch):
     store = tmp_path / "store"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -359,6 +360,12 @@ class Database:
         """A DuckDB connection of its own (temp tables, settings) over the runs published now, or over
         only `run_ids` (then only their files are read)."""
         return self.engine.cursor(run_ids)
+
+    def one_listing(self) -> AbstractContextManager[None]:
+        """A block whose calls read the runs as listed when the store was opened (or last listed),
+        instead of listing them before each call: one state of the store for several calls, and a
+        store of thousands of runs listed once (each CLI command is one such block)."""
+        return self.engine.held_listing()
 
     def scoped(self, run_ids: list[str]) -> Database:
         """Another connection whose tables and views hold only these runs (reads only their files)."""

@@ -27,6 +27,7 @@ Reports (sql/reports) have a header of `-- key: value` lines instead, see parse_
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import re
 from dataclasses import dataclass, field
@@ -37,6 +38,7 @@ from typing import TYPE_CHECKING
 import duckdb
 
 from .errors import ReportError, with_suggestion
+from .sqltext import first_line
 
 if TYPE_CHECKING:  # only the ingester needs Arrow: queries start without importing it
     import pyarrow as pa
@@ -380,6 +382,24 @@ def tables() -> dict[str, Relation]:
     """The store's tables, by name, as documented in sql/tables.sql."""
     text = (sql_dir() / "tables.sql").read_text()
     return {r.name: r for r in parse_sql_file(text, "tables.sql").relations if r.kind == "table"}
+
+
+def missing_columns(con: duckdb.DuckDBPyConnection, run_dir: Path) -> str:
+    """What a run's files (in `run_dir`) lack of this version's tables, e.g. 'events lacks
+    is_cpu_op', or ''. FileNotFoundError for a file not there; OSError for one DuckDB cannot read."""
+    out = []
+    for table, rel in tables().items():
+        path = run_dir / f"{table}.parquet"
+        if not path.is_file():
+            raise FileNotFoundError(errno.ENOENT, "no such file", str(path))
+        try:
+            have = {name for (name,) in con.execute("SELECT name FROM parquet_schema(?)", [str(path)]).fetchall()}
+        except duckdb.Error as e:
+            raise OSError(f"cannot read {path}: {first_line(str(e))}") from None
+        lacking = [c.name for c in rel.columns if c.name not in have]
+        if lacking:
+            out.append(f"{table} lacks {', '.join(lacking)}")
+    return "; ".join(out)
 
 
 @lru_cache(maxsize=1)

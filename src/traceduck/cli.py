@@ -221,7 +221,7 @@ def runs(store: Optional[Path] = StoreOpt, format: Format = FormatOpt, wide: boo
     """List the runs in the store."""
     from .api import open as open_store
 
-    with open_store(store) as db:
+    with open_store(store) as db, db.one_listing():
         rows = db.runs()
     # duration: integer ns like every csv and json; a table shows it in the unit that fits
     table = [(r["run_id"], r["name"], r["labels"], r["event_count"], r["rank"],
@@ -366,7 +366,7 @@ def sql(
     once and hold one batch in memory."""
     from .api import open as open_store
 
-    with open_store(store) as db:
+    with open_store(store) as db, db.one_listing():
         result = db.stream(query)
         if result is None:  # a statement without rows
             return
@@ -386,7 +386,7 @@ def schema(
     """List the tables, views and macros, or one's columns (a macro's arguments too), with their documentation."""
     from .api import open as open_store
 
-    with open_store(store) as db:
+    with open_store(store) as db, db.one_listing():
         if name is None:
             render(list(RELATIONS_COLUMNS), db.relations(), format, sys.stdout,
                    View(wide=wide, roles=RELATIONS_COLUMNS))
@@ -437,7 +437,7 @@ def report(
     from .api import open as open_store
 
     pairs = [f"{k}={v}" for k, v in split_pairs(param).items()]
-    with open_store(store) as db:
+    with open_store(store) as db, db.one_listing():
         # a batch of rows at a time: csv and json write each as it comes (a report of 800,000 rows
         # over a 1,024-rank job in bounded memory), the tables take what they show
         # json: rows as DuckDB writes them; tables: only the rows they show are fetched
@@ -519,7 +519,7 @@ def diff(
     from .api import open as open_store
     from .catalog import diff_spec
 
-    with open_store(store) as db:
+    with open_store(store) as db, db.one_listing():
         rel = db.diff(a, b, by=by.value, per_step=per_step, threshold_pct=threshold, exact_dims=exact_dims)
         columns, rows = db.fetch(rel if limit is None else rel.limit(limit))
         header = db.diff_header(a, b)

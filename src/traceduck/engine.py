@@ -11,21 +11,22 @@ session changes one: then each becomes the connection's own copy, found first.
 
 from __future__ import annotations
 
-import errno
 import os
 import re
 import shlex
 import shutil
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
 import duckdb
 
 from . import packs, session
-from .catalog import Macro, documented_relations, macros, parse_with, reference_tables, schema_stamp, tables
+from .catalog import (Macro, documented_relations, macros, missing_columns, parse_with, reference_tables, schema_stamp,
+                      tables)
 from .errors import QueryError, RunSelectionError, StoreError, with_suggestion
 from .results import Stream, query_error, stream
 from .integrity import damaged_file_error
@@ -68,6 +69,7 @@ class Engine:
         self._sources: tuple | None = None  # ((runs, packs state, stamps), what _point gives them)
         self._packs_state: int | None = None  # packs.state() when the tables were last pointed
         self._private: Path | None = None  # a view file of this connection's own (a store it cannot write)
+        self._held = 0  # > 0: inside held_listing(), the runs as last listed are read
         self.con = duckdb.connect()
         parse_with(self.con.cursor())
         if threads:
@@ -129,17 +131,19 @@ class Engine:
             return [str(self._pack)], [str(self._pack)], sorted(runs)
         key = (tuple(runs), packs.state(self.store), stamps_key({r: self._rows.stamps.get(r) for r in runs}))
         if self._sources is None or self._sources[0] != key:
-            chosen, left = packs.choose(self.store, runs) if key[1] is not None else ([], runs)
+            listed = set(self._rows.stamps) if set(runs) <= set(self._rows.stamps) else None
+            chosen, left = packs.choose(self.store, runs, listed) if key[1] is not None else ([], runs)
             summarized = [p for p in chosen if p.summaries == summaries_key()]
             self._sources = (key, ([str(p.path) for p in chosen] + [self.store.run_file(r, "").rstrip(os.sep) for r in left],
                                    [str(p.path) for p in summarized], sorted(r for p in summarized for r in p.members)))
         return self._sources[1]
 
-    def _bind(self, runs: list[str]) -> None:
-        """Point the tables at `runs`: their rows loaded, their files checked."""
+    def _bind(self, runs: list[str], stamps: dict[str, tuple[int, int, int]]) -> None:
+        """Point the tables at `runs` (`stamps`: their runs.parquet as just listed): their rows
+        loaded, their files checked."""
         self._check_columns(runs)
         if runs:
-            self._rows.load(runs)
+            self._rows.load(runs, stamps)
         else:
             self._rows.clear()
         self._packs_state = packs.state(self.store)
@@ -172,7 +176,7 @@ class Engine:
                 self._current.add(run)
                 continue
             try:
-                missing = self._missing_columns(run)
+                missing = missing_columns(self.con, self.store.run_dir(run))
             except OSError:
                 continue  # being replaced right now: checked when listed again
             if missing:
@@ -193,25 +197,22 @@ class Engine:
             raise StoreError(f"run {short_id(run)} and {len(stale) - 1} more in {self.store.path} come from another traceduck "
                              f"version ({missing})", f"Re-ingest their traces with --force, e.g. {command}")
 
-    def _missing_columns(self, run: str) -> str:
-        """What the run's files lack of this version's tables, e.g. 'events lacks is_cpu_op', or ''."""
-        out = []
-        for table, rel in tables().items():
-            path = self.store.run_dir(run) / f"{table}.parquet"
-            if not path.is_file():
-                raise FileNotFoundError(errno.ENOENT, "no such file", str(path))
-            try:
-                have = {name for (name,) in self.con.execute("SELECT name FROM parquet_schema(?)", [str(path)]).fetchall()}
-            except duckdb.Error as e:
-                raise OSError(f"cannot read {path}: {first_line(str(e))}") from None
-            lacking = [c.name for c in rel.columns if c.name not in have]
-            if lacking:
-                out.append(f"{table} lacks {', '.join(lacking)}")
-        return "; ".join(out)
+    @contextmanager
+    def held_listing(self) -> Iterator[None]:
+        """Within it, queries read the runs as last listed instead of listing them before each one
+        (a file found gone still lists them again): the calls of one command see one state of the
+        store, and a store of thousands of runs is listed once per command, not once per call."""
+        self._held += 1
+        try:
+            yield
+        finally:
+            self._held -= 1
 
     def _refresh(self, again: bool = False) -> None:
         """List the published runs anew; re-point the tables when the list changed (or `again`),
         and re-read the `runs` rows when a run's runs.parquet changed."""
+        if self._held and not again and self._listed is not None:
+            return
         with self._mutex:
             for attempt in range(LOST_FILE_RETRIES + 1):
                 stamps = self.store.run_stamps(self.run_ids)
@@ -221,10 +222,10 @@ class Engine:
                 try:
                     if not again and runs == self._listed:
                         if runs and stamps != self._rows.stamps:
-                            self._rows.load(runs)
+                            self._rows.load(runs, stamps)
                             self._point(self.con, runs)
                         return
-                    self._bind(runs)
+                    self._bind(runs, stamps)
                     return
                 except FileNotFoundError as e:  # a run removed since it was listed: list again
                     if attempt == LOST_FILE_RETRIES:
@@ -284,6 +285,10 @@ class Engine:
         """A DuckDB connection of its own (temp tables, settings) over the runs published now, or over
         only `run_ids` (then only their files are read)."""
         self._refresh()
+        return self._cursor_over(run_ids)
+
+    def _cursor_over(self, run_ids: list[str] | None = None) -> duckdb.DuckDBPyConnection:
+        """cursor() over the runs as last listed (the caller has just listed them)."""
         for r in run_ids or []:
             self.store.run_dir(r)  # run ids become paths: hex only
         cur = self.con.cursor()
@@ -292,7 +297,7 @@ class Engine:
 
     def sql(self, query: str, params: list | dict | None = None) -> duckdb.DuckDBPyRelation:
         """A relation of the query over the store (`.fetchall()`, `.df()`, ...), on a cursor of its own."""
-        return self.retrying(lambda: self.cursor().sql(query, params=params), refresh=True, query=query)
+        return self.retrying(lambda: self._cursor_over().sql(query, params=params), refresh=True, query=query)
 
     def stream(self, query: str, params: list | dict | None = None, cur: duckdb.DuckDBPyConnection | None = None,
                batch_rows: int | None = None) -> Stream | None:
@@ -307,7 +312,8 @@ class Engine:
         self._refresh()
         key = (tuple(self._listed or ()), tuple(sorted(self._rows.stamps.items())))
         if self._runs_memo is None or self._runs_memo[0] != key:
-            rel = self.sql("SELECT * FROM runs ORDER BY name, run_id")
+            query = "SELECT * FROM runs ORDER BY name, run_id"  # the runs just listed: no second listing
+            rel = self.retrying(lambda: self._cursor_over().sql(query), query=query)
             cols = rel.columns
             self._runs_memo = (key, [dict(zip(cols, row)) for row in rel.fetchall()])
         return [dict(r) for r in self._runs_memo[1]]

@@ -80,9 +80,11 @@ class Pack:
     def pack_id(self) -> str:
         return self.path.name
 
-    def is_current(self, store: Store) -> bool:
-        """Every member is still published with the very files the pack was made from."""
-        return all(store.has_run(r) and data_stamp(store, r) == stamp for r, stamp in self.members.items())
+    def is_current(self, store: Store, published: set[str] | None = None) -> bool:
+        """Every member is still published (among `published` when the caller has just listed the
+        runs) with the very files the pack was made from."""
+        return all((r in published if published is not None else store.has_run(r)) and data_stamp(store, r) == stamp
+                   for r, stamp in self.members.items())
 
 
 def state(store: Store) -> int | None:
@@ -113,13 +115,14 @@ def list_packs(store: Store) -> list[Pack]:
     return out
 
 
-def choose(store: Store, runs: list[str]) -> tuple[list[Pack], list[str]]:
+def choose(store: Store, runs: list[str], published: set[str] | None = None) -> tuple[list[Pack], list[str]]:
     """The packs to read for `runs` (largest first, no run twice, none holding another run) and the
-    runs left to read from their own files."""
+    runs left to read from their own files; `published`: the runs the caller has just listed
+    (Store.run_stamps), else each member is looked up."""
     left = set(runs)
     chosen = []
     for pack in sorted(list_packs(store), key=lambda p: (-len(p.members), p.pack_id)):
-        if pack.members and set(pack.members) <= left and pack.is_current(store):
+        if pack.members and set(pack.members) <= left and pack.is_current(store, published):
             chosen.append(pack)
             left -= set(pack.members)
     return chosen, [r for r in runs if r in left]

@@ -164,7 +164,7 @@ def python_api() -> list[tuple[str, object]]:
 SPARK_FUNCTIONS = ["ingest", "register", "report"]  # traceduck[spark]
 PYTHON_FUNCTIONS = ["open", "ingest", "export", "label", "rename", "set_step_marker", "remove", "compact"]
 DATABASE_METHODS = ["sql", "stream", "report", "report_query", "diff", "diff_header", "export", "runs", "select_runs",
-                    "resolve_run", "relations", "describe", "cursor", "scoped", "fetch", "close"]
+                    "resolve_run", "relations", "describe", "cursor", "one_listing", "scoped", "fetch", "close"]
 
 
 def signature(func: object) -> str:

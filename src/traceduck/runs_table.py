@@ -55,18 +55,21 @@ class RunsRows:
         self.stamps = {}
         self._loaded = True
 
-    def load(self, runs: list[str]) -> None:
+    def load(self, runs: list[str], stamps: dict[str, Stamp] | None = None) -> None:
         """Fill the table with these runs' rows, read again only where a runs.parquet changed since
-        last time. Each file is read through one open file, whose identity is the stamp its row is
+        last time (`stamps`: the identity of each one's runs.parquet when just listed, see
+        Store.run_stamps; statted here when not given). Each file is read through one open file, whose identity is the stamp its row is
         kept with: a file replaced while it is read (a label, a rename) gives the old row or the new
         one, never a mix, and never needs a retry."""
+        listed = stamps if stamps is not None and all(r in stamps for r in runs) else None
+        stat = (lambda r: listed[r]) if listed is not None else self._stat
         fresh = not self._loaded or not self.stamps or bool(set(self.stamps) - set(runs))
-        changed = list(runs) if fresh else [r for r in runs if self.stamps.get(r) != self._stat(r)]
+        changed = list(runs) if fresh else [r for r in runs if self.stamps.get(r) != stat(r)]
         if not changed:
             return
         snapshot = stamps = None
         if fresh:
-            stamps = {r: self._stat(r) for r in runs}
+            stamps = {r: stat(r) for r in runs}
             snapshot = self.snapshot_dir / f"runs-{stamps_key(stamps)}.parquet"
             if self._read_snapshot(snapshot) is not None:
                 self.stamps = stamps
