@@ -210,9 +210,16 @@ def test_one_listing_reads_the_runs_as_opened_until_the_block_ends(tmp_path):
             assert [r[ranks.columns.index("item")] for r in ranks.fetchall()] == ["buggy"]  # a rank row: the run listed
         assert db.sql("SELECT count(*) FROM events").fetchall() == [(buggy + fixed,)]
         assert [r["name"] for r in db.runs()] == ["buggy", "fixed"]
-        with db.one_listing():  # listed when the block's first call needs it: still both runs
+        with db.one_listing():  # the runs as listed by the last call: both
             traceduck.ingest(BUGGY, store=path, name="buggy", force=True)  # the same content, replaced
             assert db.sql("SELECT count(*) FROM events").fetchall() == [(buggy + fixed,)]
+            traceduck.remove("fixed", store=path)  # its files gone: a query that reads them lists again
+            columns, rows = db.report_query("top-ops").fetch()  # planned for two runs, read over one
+            assert db.sql("SELECT count(*) FROM events").fetchall() == [(buggy,)]
+    assert columns[:2] == ["run_id", "run_name"] and {r[1] for r in rows} == {"buggy"}
+    with traceduck.open(path) as db:
+        assert db.report_query("top-ops").fetch() == (columns[2:], [r[2:] for r in rows])
+    assert sum(r[columns.index("calls")] for r in rows) == sum(op_calls(BUGGY).values())
 
 @pytest.mark.slow  # 2 s
 def test_a_cache_of_another_version_is_replaced(tmp_path, monkeypatch):

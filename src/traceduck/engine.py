@@ -38,6 +38,7 @@ from .viewfile import (ALIAS, EMPTY_DIR, SEED, VIEWS_FILE, comments, private_vie
 
 T = TypeVar("T")
 _READ_ONLY = f'on database "{ALIAS}" which is attached in read-only mode'
+SEARCH_PATH = ",".join(["memory.main", f"{ALIAS}.main", f"{ALIAS}.{SEED}"])  # this connection's tables, then the view file's
 
 
 class LostFileError(QueryError):
@@ -70,6 +71,7 @@ class Engine:
         self._packs_state: int | None = None  # packs.state() when the tables were last pointed
         self._private: Path | None = None  # a view file of this connection's own (a store it cannot write)
         self._held = 0  # > 0: inside held_listing(), the runs as last listed are read
+        self._stale = False  # a file of the last listing was found gone: list again, even when held
         self.con = duckdb.connect()
         parse_with(self.con.cursor())
         if threads:
@@ -95,9 +97,6 @@ class Engine:
         """Whether this connection changed a reference table: no summary or kept rows apply then."""
         return self._own_refs
 
-    def _search_path(self) -> str:
-        return ",".join(["memory.main", f"{ALIAS}.main", f"{ALIAS}.{SEED}"])
-
     def _own_references(self) -> bool:
         """Make the reference tables this connection's own copies (the view file's are read-only) so
         that a session can change them; False when they already are."""
@@ -115,7 +114,7 @@ class Engine:
 
     def _point(self, con: duckdb.DuckDBPyConnection, runs: list[str]) -> None:
         """Make a connection of this engine read the view file's views over `runs`."""
-        con.execute(f"SET search_path = '{self._search_path()}'")
+        con.execute(f"SET search_path = '{SEARCH_PATH}'")
         sources, summary_sources, summarized = self._sources_for(runs)
         if self._own_refs:  # the summaries were made with the shipped reference tables
             summary_sources, summarized = [], []
@@ -199,9 +198,8 @@ class Engine:
 
     @contextmanager
     def held_listing(self) -> Iterator[None]:
-        """Within it, queries read the runs as last listed instead of listing them before each one
-        (a file found gone still lists them again): the calls of one command see one state of the
-        store, and a store of thousands of runs is listed once per command, not once per call."""
+        """Within it, queries read the runs as last listed (one state of the store, listed once for
+        several calls) unless a file of them turns out gone (see relist)."""
         self._held += 1
         try:
             yield
@@ -211,11 +209,12 @@ class Engine:
     def _refresh(self, again: bool = False) -> None:
         """List the published runs anew; re-point the tables when the list changed (or `again`),
         and re-read the `runs` rows when a run's runs.parquet changed."""
-        if self._held and not again and self._listed is not None:
+        if self._held and not again and self._listed is not None and not self._stale:
             return
         with self._mutex:
             for attempt in range(LOST_FILE_RETRIES + 1):
                 stamps = self.store.run_stamps(self.run_ids)
+                self._stale = False
                 runs = sorted(stamps) if self.run_ids is None else self.run_ids
                 if packs.state(self.store) != self._packs_state:
                     again = True  # a pack written or removed: point the tables anew
@@ -241,6 +240,9 @@ class Engine:
                                          "re-ingest its traces with --force") from None
                 again = True
                 time.sleep(0.01 * (attempt + 1))
+
+    def relist(self) -> None:
+        self._stale = True  # a file of the runs listed turned out gone: the next query lists anew, held or not
 
     def _lost_file(self, e: Exception) -> bool:
         """A run's file vanished or changed between listing and reading (a run removed, or
@@ -349,7 +351,7 @@ class Engine:
         found = set(self.con.execute(
             "SELECT database_name, schema_name FROM duckdb_tables() WHERE table_name = $name UNION ALL "
             "SELECT database_name, schema_name FROM duckdb_views() WHERE view_name = $name", {"name": name}).fetchall())
-        return next((tuple(p.split(".")) for p in self._search_path().split(",") if tuple(p.split(".")) in found), None)
+        return next((tuple(p.split(".")) for p in SEARCH_PATH.split(",") if tuple(p.split(".")) in found), None)
 
     def _catalog_comment(self, name: str) -> str | None:
         """The comment of a table or view where a query finds it (a session's own copy of a reference
@@ -367,7 +369,7 @@ class Engine:
         """The comment of every macro, by name, where a query finds it (the first on the search path)."""
         rows = self.con.execute("SELECT database_name, schema_name, function_name, comment FROM duckdb_functions() "
                                 "WHERE function_type IN ('macro', 'table_macro') AND NOT internal").fetchall()
-        order = {tuple(p.split(".")): i for i, p in enumerate(self._search_path().split(","))}
+        order = {tuple(p.split(".")): i for i, p in enumerate(SEARCH_PATH.split(","))}
         out: dict[str, tuple[int, str]] = {}
         for db, schema, name, comment in rows:
             rank = order.get((db, schema))

@@ -226,6 +226,7 @@ class ReportQuery:
             raise LostFileError(f"run {short_id(gone)} was removed while report {self.report.name} ran",
                                 "`traceduck runs` lists the runs", gone)
         time.sleep(0.01 * (attempt + 1))
+        self.engine.relist()
         if self.renew is None:
             return
         fresh = self.renew()
