@@ -30,7 +30,7 @@ from .catalog import (Macro, documented_relations, macros, missing_columns, pars
 from .errors import QueryError, RunSelectionError, StoreError, with_suggestion
 from .results import Stream, query_error, stream
 from .integrity import damaged_file_error
-from .runs_table import LOST_FILE_RETRIES, RunsRows, stamps_key
+from .runs_table import LOST_FILE_RETRIES, RunsRows
 from .sqltext import first_line, literal
 from .store import LAYOUT_VERSION, Store, short_id
 from .viewfile import (ALIAS, EMPTY_DIR, SEED, VIEWS_FILE, comments, private_view_file, store_cache_dir, summaries_key,
@@ -128,7 +128,7 @@ class Engine:
         # a run replaced (ingest --force) has a new runs.parquet, so a new stamp: its packs go stale
         if self._pack is not None and sorted(runs) == sorted(self.run_ids or []):
             return [str(self._pack)], [str(self._pack)], sorted(runs)
-        key = (tuple(runs), packs.state(self.store), stamps_key({r: self._rows.stamps.get(r) for r in runs}))
+        key = (tuple(runs), packs.state(self.store), {r: self._rows.stamps.get(r) for r in runs})
         if self._sources is None or self._sources[0] != key:
             listed = set(self._rows.stamps) if set(runs) <= set(self._rows.stamps) else None
             chosen, left = packs.choose(self.store, runs, listed) if key[1] is not None else ([], runs)

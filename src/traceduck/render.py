@@ -6,6 +6,7 @@ from __future__ import annotations
 import codecs
 import csv
 import datetime as dt
+import functools
 import decimal
 import json
 import os
@@ -130,6 +131,8 @@ def _default(v: object) -> object:
 
 def _nested_text(v: object) -> str:
     """A list, map or struct cell as JSON text."""
+    if not v:  # the empty labels or warnings of every run of a job
+        return "{}" if isinstance(v, dict) else "[]"
     return json.dumps(v, default=_default, ensure_ascii=False)
 
 
@@ -519,6 +522,13 @@ class TableColumn:
     wraps: bool  # long text may wrap inside the cell (numbers and ids never do)
     role: str | None = None  # key, result or detail (a report's columns, see catalog.parse_report); None: no role
 
+    @functools.cached_property
+    def widths(self) -> list[int]:
+        """cell_width of each cell (one pass of len where every cell is ASCII)."""
+        if "".join(self.cells).isascii():
+            return list(map(len, self.cells))
+        return [cell_width(c) for c in self.cells]
+
 
 MIN_TEXT_WIDTH = 16  # a column without a role is left out before its text wraps narrower than this
 LEAST_TEXT_WIDTH = 6  # key and result text wraps down to this before the table outgrows the terminal
@@ -572,7 +582,7 @@ def table_layout(columns: list[TableColumn], width: int | None) -> list[tuple[in
     MIN_TEXT_WIDTH does not fit. Key and result columns always stay (but for one without a value in
     any row, which goes with the details): where they cannot fit, the table is wider than the
     terminal."""
-    body = [max((cell_width(c) for c in col.cells), default=0) for col in columns]
+    body = [max(col.widths, default=0) for col in columns]
     piece = [max(cell_width(p) for p in _header_pieces(col.header)) for col in columns]
     natural = [max(b, cell_width(col.header)) for b, col in zip(body, columns)]
     # the narrowest each may get: numbers whole (headers wrapped), text wrapped at `floor` columns (or
@@ -611,11 +621,11 @@ def table_layout(columns: list[TableColumn], width: int | None) -> list[tuple[in
     return [(i, widths[i]) for i in shown]
 
 
-def _cell_lines(cells: list[list[str]], widths: list[int]) -> Iterator[list[str]]:
-    """Each row's cells as lines, a list of cells per line: a cell wider than its column wrapped by
-    rich (at spaces, and folded within a word longer than the column), the row as many lines as
-    its tallest cell."""
-    wraps = [j for j, (col, w) in enumerate(zip(cells, widths)) if any(cell_width(c) > w for c in col)]
+def _cell_lines(columns: list[TableColumn], widths: list[int]) -> Iterator[tuple[list[str], list[int]]]:
+    """Each row's cells as lines, a list of cells per line with the width of each cell's text: a cell
+    wider than its column wrapped by rich (at spaces, and folded within a word longer than the
+    column), the row as many lines as its tallest cell."""
+    wraps = [j for j, (col, w) in enumerate(zip(columns, widths)) if max(col.widths, default=0) > w]
     wrapped: dict[tuple[str, int], list[str]] = {}  # a call site or a shape comes back row after row
 
     def lines(text: str, width: int) -> list[str]:
@@ -630,18 +640,20 @@ def _cell_lines(cells: list[list[str]], widths: list[int]) -> Iterator[list[str]
                                                                            overflow="fold")]
         return wrapped[text, width]
 
-    for row in zip(*cells):
-        if not any(cell_width(row[j]) > widths[j] for j in wraps):
-            yield list(row)
+    for row, row_widths in zip(zip(*(col.cells for col in columns)), zip(*(col.widths for col in columns))):
+        if not any(row_widths[j] > widths[j] for j in wraps):
+            yield list(row), list(row_widths)
             continue
         parts = [lines(c, w) for c, w in zip(row, widths)]
         for k in range(max(len(p) for p in parts)):
-            yield [p[k] if k < len(p) else "" for p in parts]
+            cells = [p[k] if k < len(p) else "" for p in parts]
+            yield cells, [cell_width(c) for c in cells]
 
 
-def _padded(text: str, width: int, right: bool) -> str:
-    """A cell's text with a space either side, filling `width` columns, right- or left-aligned."""
-    fill = " " * (width - cell_width(text))
+def _padded(text: str, width: int, right: bool, text_width: int | None = None) -> str:
+    """A cell's text with a space either side, filling `width` columns, right- or left-aligned
+    (`text_width`: the text's cell_width, when known)."""
+    fill = " " * (width - (cell_width(text) if text_width is None else text_width))
     return f" {fill}{text} " if right else f" {text}{fill} "
 
 
@@ -677,10 +689,11 @@ def write_table(columns: list[TableColumn], out: TextIO, width: int | None) -> l
             _padded(h[k], w, r) for h, w, r in zip(headers, widths, right)) + edges.head_right)
     head.append(edges.get_row(padded, level="head"))
 
-    def line(cells: list[str]) -> str:
-        return edges.mid_left + edges.mid_vertical.join(map(_padded, cells, widths, right)) + edges.mid_right
+    def line(cells_and_widths: tuple[list[str], list[int]]) -> str:
+        cells, text_widths = cells_and_widths
+        return edges.mid_left + edges.mid_vertical.join(map(_padded, cells, widths, right, text_widths)) + edges.mid_right
 
-    body = _cell_lines([columns[i].cells for i, _ in layout], widths)
+    body = _cell_lines([columns[i] for i, _ in layout], widths)
     out.write("\n".join([*head, *map(line, body), edges.get_bottom(padded)]) + "\n")
     shown = {i for i, _ in layout}
     return [c.header for i, c in enumerate(columns) if i not in shown]

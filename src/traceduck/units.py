@@ -64,7 +64,11 @@ def _scaled(value: float, steps) -> str:
     """value in the largest unit that keeps it at 1 or more; the first unit's whole numbers stay whole."""
     sign = "-" if value < 0 else ""
     value = abs(value)
-    for i, (unit, size) in enumerate(steps):
+    start = 0  # units where the value reads 1000 or more are passed over below anyway: skip them
+    while start < len(steps) - 1 and value / steps[start][1] >= 1000:
+        start += 1
+    for i in range(start, len(steps)):
+        unit, size = steps[i]
         x = value / size
         if i == 0 and x < 1000 and x == int(x):
             return f"{sign}{int(x)} {unit}"
