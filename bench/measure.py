@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -46,17 +47,28 @@ def _tree_rss_kb(root: int) -> int:
 
 
 def measure(cmd: list[str], env: dict | None = None, stderr_to: Path | None = None) -> tuple[float, float, int]:
-    """(wall seconds, peak tree RSS in MB, exit code) of a command."""
+    """(wall seconds, peak tree RSS in MB, exit code) of a command. The wall time ends when the
+    command ends (a thread waits for it), not at the next 50 ms sample of the RSS. (Not ru_maxrss:
+    a child started by vfork counts the parent's peak as its own at exec.)"""
     start = time.perf_counter()
     err = open(stderr_to, "w") if stderr_to else None
     proc = subprocess.Popen(cmd, env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL, stderr=err)
+    ended: dict = {}
+
+    def wait() -> None:
+        _, status = os.waitpid(proc.pid, 0)
+        ended.update(at=time.perf_counter(), code=os.waitstatus_to_exitcode(status))
+
+    waiter = threading.Thread(target=wait, daemon=True)
+    waiter.start()
     peak = 0
-    while proc.poll() is None:
+    while waiter.is_alive():
         peak = max(peak, _tree_rss_kb(proc.pid))
-        time.sleep(0.05)
+        waiter.join(0.05)
+    proc.returncode = ended["code"]  # reaped here, not by Popen
     if err:
         err.close()
-    return time.perf_counter() - start, peak / 1024, proc.returncode
+    return ended["at"] - start, peak / 1024, ended["code"]
 
 
 if __name__ == "__main__":

@@ -113,6 +113,19 @@ def test_cli_report_prints_the_api_rows(store):
     assert top["total_dur_ns"] == sum(int(e["dur"] * 1000) for e in casts)
 
 
+def test_runs_gives_every_column_or_only_those_asked(store):
+    with traceduck.open(store) as db:
+        every = db.runs()
+        some = db.runs(["name", "event_count", "labels"])
+        with pytest.raises(traceduck.TraceduckError, match="not_a_column"):
+            db.runs(["name", "not_a_column"])
+    # the event counts of the traces, by plain json: every object in traceEvents
+    assert [(r["name"], r["event_count"]) for r in every] == \
+        [("buggy", len(events_of(BUGGY))), ("fixed", len(events_of(FIXED)))]
+    assert some == [{"name": r["name"], "event_count": r["event_count"], "labels": r["labels"]} for r in every]
+    assert len(every[0]) > 20
+
+
 def test_diff_is_a_relation_with_both_runs_calls(store):
     a, b = op_calls(BUGGY), op_calls(FIXED)
     with traceduck.open(store) as db:

@@ -141,6 +141,39 @@ def test_compact_answers_the_same_and_follows_every_change(tmp_path, capsys):
     assert after["top-kernels"] == before["top-kernels"]  # the samples have no kernels
 
 
+def test_a_pack_found_current_is_checked_again_only_when_the_runs_change(tmp_path, monkeypatch):
+    """A pack is current while each member's events.parquet is the file it was made from: statted
+    once per listing of the runs, not once per command; a run labelled or replaced is a new listing."""
+    from traceduck import packs
+
+    store = tmp_path / "store"
+    traceduck.ingest([BUGGY, FIXED], store=store)
+    traceduck.compact(store=store)
+    (pack,) = os.listdir(store / "packs")
+    looked_up = []
+    data_stamp = packs.data_stamp
+    monkeypatch.setattr(packs, "data_stamp", lambda st, run: looked_up.append(run) or data_stamp(st, run))
+
+    def read() -> tuple[list[str], list]:
+        looked_up.clear()
+        with traceduck.open(store) as db:
+            return sorted(looked_up), [s.removeprefix(str(store)) for s in sources(db)]
+
+    both = sorted([run_id_of(BUGGY), run_id_of(FIXED)])
+    assert read() == (both, [f"/packs/{pack}"])
+    assert read() == ([], [f"/packs/{pack}"])  # found current at this listing: no member looked up
+    traceduck.label("buggy", {"phase": "decode"}, store=store)  # a new runs.parquet: a new listing
+    assert read() == (both, [f"/packs/{pack}"])
+    assert read() == ([], [f"/packs/{pack}"])
+
+    traceduck.ingest(FIXED, store=store, force=True)  # a packed run replaced: the pack is stale
+    looked_up.clear()
+    with traceduck.open(store) as db:
+        assert [s.removeprefix(str(store)) for s in sources(db)] == [f"/runs/{r}" for r in both]
+        assert sorted(db.sql("SELECT run_id, count(*) FROM events GROUP BY run_id").fetchall()) == event_counts([BUGGY, FIXED])
+    assert looked_up == [run_id_of(FIXED)]  # the first member found replaced: the pack is not read
+
+
 @pytest.mark.slow  # 3 s
 def test_a_pack_of_some_runs_is_superseded_by_one_of_all(tmp_path, capsys):
     store = tmp_path / "store"

@@ -329,9 +329,10 @@ class Database:
                         start_offset_ns=offset(start, "--start"), end_offset_ns=offset(end, "--end"))
         return export(self.engine, self.resolve_run(run), output, format, window, metric, redact, counters)
 
-    def runs(self) -> list[dict]:
-        """Every run in the store, by name (then run id)."""
-        return self.engine.runs()
+    def runs(self, columns: list[str] | None = None) -> list[dict]:
+        """Every run in the store, by name (then run id): the `runs` view's rows, or only these
+        `columns` of them (a store of thousands of runs lists faster)."""
+        return self.engine.runs(columns)
 
     def select_runs(self, selection_: str) -> list[str]:
         """Run ids for a selection, one of: a run id, a unique run id prefix, a run name, a

@@ -222,7 +222,8 @@ def runs(store: Optional[Path] = StoreOpt, format: Format = FormatOpt, wide: boo
     from .api import open as open_store
 
     with open_store(store) as db, db.one_listing():
-        rows = db.runs()
+        rows = db.runs(["run_id", "name", "labels", "event_count", "rank", "start_ns", "end_ns", "ingested_at",
+                        "source_path", "salvaged", "warnings"])
     # duration: integer ns like every csv and json; a table shows it in the unit that fits
     table = [(r["run_id"], r["name"], r["labels"], r["event_count"], r["rank"],
               None if r["start_ns"] is None else r["end_ns"] - r["start_ns"],

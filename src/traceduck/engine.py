@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 import shutil
 import threading
 import time
@@ -29,9 +28,9 @@ from .catalog import (Macro, documented_relations, macros, missing_columns, pars
                       tables)
 from .errors import QueryError, RunSelectionError, StoreError, with_suggestion
 from .results import Stream, query_error, stream
-from .integrity import damaged_file_error
-from .runs_table import LOST_FILE_RETRIES, RunsRows
-from .sqltext import first_line, literal
+from .integrity import damaged_file_error, other_version_error
+from .runs_table import LOST_FILE_RETRIES, RunsRows, stamps_key
+from .sqltext import first_line, literal, quoted
 from .store import LAYOUT_VERSION, Store, short_id
 from .viewfile import (ALIAS, EMPTY_DIR, SEED, VIEWS_FILE, comments, private_view_file, store_cache_dir, summaries_key,
                        view_file)
@@ -121,17 +120,21 @@ class Engine:
         session.point(con, sources=sources, empty_dir=str(self._dir / EMPTY_DIR), summary_sources=summary_sources,
                       summarized_runs=summarized, all_summarized=bool(runs) and len(summarized) == len(runs))
 
-    def _sources_for(self, runs: list[str]) -> tuple[list[str], list[str], list[str]]:
+    def _sources_for(self, runs: list[str], stamps: dict[str, tuple[int, int, int]] | None = None
+                     ) -> tuple[list[str], list[str], list[str]]:
         """The directories to read `runs` from: the packs that hold only runs among them, then the
         other runs' own directories; the chosen packs whose summaries are current, and their member
-        runs. Chosen once per listing of the store."""
+        runs. Chosen once per listing of the store (`stamps`: as just listed; else the rows')."""
         # a run replaced (ingest --force) has a new runs.parquet, so a new stamp: its packs go stale
         if self._pack is not None and sorted(runs) == sorted(self.run_ids or []):
             return [str(self._pack)], [str(self._pack)], sorted(runs)
-        key = (tuple(runs), packs.state(self.store), {r: self._rows.stamps.get(r) for r in runs})
+        stamps = self._rows.stamps if stamps is None else stamps
+        key = (tuple(runs), packs.state(self.store), {r: stamps.get(r) for r in runs})
         if self._sources is None or self._sources[0] != key:
-            listed = set(self._rows.stamps) if set(runs) <= set(self._rows.stamps) else None
-            chosen, left = packs.choose(self.store, runs, listed) if key[1] is not None else ([], runs)
+            listed = set(stamps) if set(runs) <= set(stamps) else None
+            found = None if listed is None or not self._rows.write_snapshots else \
+                packs.found_file(self._rows.snapshot_dir, stamps_key(key[2]))
+            chosen, left = packs.choose(self.store, runs, listed, found) if key[1] is not None else ([], runs)
             summarized = [p for p in chosen if p.summaries == summaries_key()]
             self._sources = (key, ([str(p.path) for p in chosen] + [self.store.run_file(r, "").rstrip(os.sep) for r in left],
                                    [str(p.path) for p in summarized], sorted(r for p in summarized for r in p.members)))
@@ -140,7 +143,9 @@ class Engine:
     def _bind(self, runs: list[str], stamps: dict[str, tuple[int, int, int]]) -> None:
         """Point the tables at `runs` (`stamps`: their runs.parquet as just listed): their rows
         loaded, their files checked."""
-        self._check_columns(runs)
+        # a run that a current pack of this version holds had this version's columns when packed
+        # (compact packs no other), and its files are the very ones packed: no check to make
+        self._check_columns(runs, vouched=set(self._sources_for(runs, stamps)[2]) if runs else set())
         if runs:
             self._rows.load(runs, stamps)
         else:
@@ -163,13 +168,13 @@ class Engine:
                              f"(table layout {old[0][1] or 1}, this version reads layout {LAYOUT_VERSION}): {names}",
                              "Re-ingest their traces with `traceduck ingest TRACE --force`")
 
-    def _check_columns(self, runs: list[str]) -> None:
+    def _check_columns(self, runs: list[str], vouched: set[str] = frozenset()) -> None:
         """Stop at runs whose files lack columns this version reads (written by another version):
         the tables read files by column name, so such a run would read NULL there and the views
         would answer wrongly without a word (cpu_ops would miss its ops)."""
         stale = []
         for run in runs:
-            if run in self._current:
+            if run in self._current or run in vouched:
                 continue
             if os.path.exists(self.store.run_file(run, schema_stamp())):  # written with these columns
                 self._current.add(run)
@@ -183,18 +188,7 @@ class Engine:
             else:
                 self._current.add(run)
         if stale:
-            run, missing = stale[0]
-            try:
-                source = self.con.execute("SELECT source_path FROM read_parquet(?)",
-                                          [str(self.store.run_dir(run) / "runs.parquet")]).fetchall()[0][0]
-            except (duckdb.Error, IndexError):
-                source = "TRACE"
-            command = f"traceduck ingest {shlex.quote(source)} --store {shlex.quote(str(self.store.path))} --force"
-            if len(stale) == 1:
-                raise StoreError(f"run {short_id(run)} in {self.store.path} comes from another traceduck version ({missing})",
-                                 f"Re-ingest its trace: {command}")
-            raise StoreError(f"run {short_id(run)} and {len(stale) - 1} more in {self.store.path} come from another traceduck "
-                             f"version ({missing})", f"Re-ingest their traces with --force, e.g. {command}")
+            raise other_version_error(self.con, self.store, stale)
 
     @contextmanager
     def held_listing(self) -> Iterator[None]:
@@ -309,16 +303,22 @@ class Engine:
         return stream(lambda: cur.execute(query, params), lambda f: self.retrying(f, refresh=False, query=query),
                       **kwargs)
 
-    def runs(self) -> list[dict]:
-        """Every run read (all, or `run_ids`), by name (then run id): rows of the `runs` view."""
+    def runs(self, columns: list[str] | None = None) -> list[dict]:
+        """Every run read (all, or `run_ids`), by name (then run id): rows of the `runs` view (only
+        `columns` of them: a table of thousands of runs reads faster)."""
         self._refresh()
-        key = (tuple(self._listed or ()), tuple(sorted(self._rows.stamps.items())))
+        key = (tuple(self._listed or ()), tuple(sorted(self._rows.stamps.items())), columns and tuple(columns))
         if self._runs_memo is None or self._runs_memo[0] != key:
-            query = "SELECT * FROM runs ORDER BY name, run_id"  # the runs just listed: no second listing
-            rel = self.retrying(lambda: self._cursor_over().sql(query), query=query)
-            cols = rel.columns
-            self._runs_memo = (key, [dict(zip(cols, row)) for row in rel.fetchall()])
-        return [dict(r) for r in self._runs_memo[1]]
+            query = (f"SELECT {', '.join(map(quoted, columns)) if columns else '*'} FROM runs "
+                     "ORDER BY name, run_id")  # the runs just listed: no second listing
+
+            def read() -> tuple[list[str], list[tuple]]:
+                with self._mutex:  # the engine's own connection reads the runs rows it holds
+                    rel = self.con.sql(query)
+                    return rel.columns, rel.fetchall()
+            self._runs_memo = (key, self.retrying(read, query=query))
+        cols, rows = self._runs_memo[1]
+        return [dict(zip(cols, row)) for row in rows]
 
     def relations(self) -> list[tuple[str, str, str]]:
         """(name, kind, documentation) of every documented table and view, in load order, then of every

@@ -96,3 +96,26 @@ def damaged_file_error(store: Store, e: BaseException):
                                    f"with `traceduck ingest TRACE --force`, or remove it with `traceduck rm {short_id(ident)}`")
         return StoreError(who, "Run `traceduck compact` again to rewrite the pack")
     return None
+
+
+def other_version_error(con, store: Store, stale: list[tuple[str, str]]):
+    """The StoreError for runs whose files lack columns this version reads, `stale` as (run_id,
+    what is missing): names the first and the command that re-ingests it from its trace."""
+    import shlex
+
+    import duckdb
+
+    from .errors import StoreError
+
+    run, missing = stale[0]
+    try:
+        source = con.execute("SELECT source_path FROM read_parquet(?)",
+                             [str(store.run_dir(run) / "runs.parquet")]).fetchall()[0][0]
+    except (duckdb.Error, IndexError):
+        source = "TRACE"
+    command = f"traceduck ingest {shlex.quote(source)} --store {shlex.quote(str(store.path))} --force"
+    if len(stale) == 1:
+        return StoreError(f"run {short_id(run)} in {store.path} comes from another traceduck version ({missing})",
+                          f"Re-ingest its trace: {command}")
+    return StoreError(f"run {short_id(run)} and {len(stale) - 1} more in {store.path} come from another traceduck "
+                      f"version ({missing})", f"Re-ingest their traces with --force, e.g. {command}")

@@ -15,7 +15,8 @@ readers then read the pack instead of its members' files.
 A pack is a derived copy: the runs' own files stay the truth and keep every guarantee (atomic
 ingest, label, rename, rm). A reader uses a pack only when every member is among the runs it
 reads and each member's events.parquet is the very file the pack was made from (a run replaced
-by `ingest --force` has new files), so a pack can go stale but never be read stale. `runs` is
+by `ingest --force` has new files), so a pack can go stale but never be read stale. That check, a
+stat per member, is made once per state of the store's runs (see found_current). `runs` is
 never packed: its rows change (labels, names). Removing a run removes the packs that hold it;
 `compact` removes stale packs and the packs a new one supersedes.
 
@@ -115,17 +116,62 @@ def list_packs(store: Store) -> list[Pack]:
     return out
 
 
-def choose(store: Store, runs: list[str], published: set[str] | None = None) -> tuple[list[Pack], list[str]]:
+def choose(store: Store, runs: list[str], published: set[str] | None = None,
+           found: Path | None = None) -> tuple[list[Pack], list[str]]:
     """The packs to read for `runs` (largest first, no run twice, none holding another run) and the
     runs left to read from their own files; `published`: the runs the caller has just listed
-    (Store.run_stamps), else each member is looked up."""
+    (Store.run_stamps), else each member is looked up. `found`: the file that names the packs found
+    current at this very listing of the runs (see found_current), read and written here."""
     left = set(runs)
     chosen = []
+    known = found_current(found) if found is not None else set()
     for pack in sorted(list_packs(store), key=lambda p: (-len(p.members), p.pack_id)):
-        if pack.members and set(pack.members) <= left and pack.is_current(store, published):
+        if pack.members and set(pack.members) <= left and (pack.pack_id in known or pack.is_current(store, published)):
             chosen.append(pack)
             left -= set(pack.members)
+    if found is not None and {p.pack_id for p in chosen} - known:
+        _note_current(found, [p.pack_id for p in chosen])
     return chosen, [r for r in runs if r in left]
+
+
+# A pack is current while each member's events.parquet is the file it was made from: a stat per
+# member (4,096 of them on a job of 4,096 ranks). Once found current at one listing of the runs,
+# the identity of every listed runs.parquet, it stays current for as long as that listing does:
+# a runs.parquet is never moved into another run's directory, and a run directory replaced or
+# removed never comes back, so the same runs.parquet files mean the same run directories. The
+# file names the listing by runs_table.stamps_key; a listing that changed (a run added, labelled,
+# replaced, removed) names another file, and its packs are checked member by member again.
+FOUND_PREFIX = "packs-current-"
+FOUND_KEEP = 4  # the most recently written such files kept (like the runs snapshots beside them)
+
+
+def found_file(cache_dir: Path, listing_key: str) -> Path:
+    return cache_dir / f"{FOUND_PREFIX}{listing_key}.json"
+
+
+def found_current(found: Path) -> set[str]:
+    """The packs found current at the listing that `found` is named by (none when it is not there)."""
+    try:
+        ids = json.loads(found.read_text())
+    except (OSError, ValueError):
+        return set()
+    return {i for i in ids if isinstance(i, str)} if isinstance(ids, list) else set()
+
+
+def _note_current(found: Path, pack_ids: list[str]) -> None:
+    """Write `found` (one rename: a reader sees all of it or none) and remove all but the
+    FOUND_KEEP newest of its kind. Best effort: a store this process cannot write checks each time."""
+    try:
+        found.parent.mkdir(parents=True, exist_ok=True)
+        part = found.with_name(f".{found.name}.{os.getpid()}")
+        part.write_text(json.dumps(sorted(pack_ids)))
+        os.replace(part, found)
+        older = sorted(((p.stat().st_mtime_ns, p) for p in found.parent.glob(f"{FOUND_PREFIX}*.json") if p != found),
+                       reverse=True)
+        for _, p in older[FOUND_KEEP - 1:]:
+            p.unlink(missing_ok=True)
+    except OSError:
+        pass
 
 
 def remove_holding(store: Store, run_ids: list[str]) -> int:

@@ -451,6 +451,7 @@ def cells_for_people(columns: list[str], rows: list[tuple], view: View
 
 
 _NUMBER = (int, float, decimal.Decimal)
+_NOT_FRACTIONAL = frozenset((str, int, bool, type(None), dict, list, dt.datetime))  # never a float or Decimal
 
 
 def _column_cells(values: list, kind: str, scale: int, starts: list | None) -> tuple[list[str], bool]:
@@ -458,20 +459,29 @@ def _column_cells(values: list, kind: str, scale: int, starts: list | None) -> t
     out = []
     numbers = 0
     # other numbers than units show one format per column: the decimals of its most precise value
-    places = max((units.decimals(v) for v in values if isinstance(v, (float, decimal.Decimal))), default=0) \
+    places = max((units.decimals(v) for v in values if v.__class__ is float or
+                  (v.__class__ not in _NOT_FRACTIONAL and isinstance(v, (float, decimal.Decimal)))), default=0) \
         if kind == "plain" else 0
+    append = out.append
     for j, v in enumerate(values):
-        if v is None:
-            out.append("")
-            continue
-        if isinstance(v, _NUMBER) and not isinstance(v, bool):
+        c = v.__class__
+        if c is str:  # the common cases first, by exact class (a table of thousands of rows)
+            append(v if v.isascii() and v.isprintable() else escape(v))
+        elif v is None:
+            append("")
+        elif c is int or c is float or (c is not bool and isinstance(v, _NUMBER)):
             numbers += 1
-            out.append(_number(v, kind, scale, None if starts is None else starts[j], places))
-            continue
-        if isinstance(v, (str, list, dict, tuple)):
-            out.append(escape(v if isinstance(v, str) else _nested_text(v)))
+            append(_number(v, kind, scale, None if starts is None else starts[j], places))
+        elif c is bool:
+            append("True" if v else "False")
+        elif c is dt.datetime:  # (its text is always printable ASCII)
+            append(str(v))
+        elif (c is dict or c is list) and not v:
+            append("{}" if c is dict else "[]")
+        elif isinstance(v, (str, list, dict, tuple)):
+            append(escape(v if isinstance(v, str) else _nested_text(v)))
         else:
-            out.append(escape(str(v)))
+            append(escape(str(v)))
     return out, numbers > 0 and numbers == len(values) - values.count(None)
 
 

@@ -34,7 +34,15 @@ _STAMP_COLUMNS = ("__stamp_ino", "__stamp_mtime_ns", "__stamp_size")
 
 def stamps_key(stamps: dict[str, Stamp | None]) -> str:
     """Key of a set of runs and the identity of each one's runs.parquet (see Store.run_stamps)."""
-    return hashlib.blake2b(repr(sorted(stamps.items())).encode(), digest_size=12).hexdigest()
+    global _last_key
+    if _last_key is not None and _last_key[0] == stamps:  # the listing keyed just before (a command keys it twice)
+        return _last_key[1]
+    key = hashlib.blake2b(repr(sorted(stamps.items())).encode(), digest_size=12).hexdigest()
+    _last_key = (dict(stamps), key)
+    return key
+
+
+_last_key: tuple[dict, str] | None = None
 
 
 class RunsRows:
