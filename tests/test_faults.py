@@ -42,8 +42,8 @@ WORKERS = 2  # faulted commands at once (CI has 2 cores)
 # syscall it makes more than COMPACT_STRIDE times is failed at its 1st call, every COMPACT_STRIDE-th
 # after it and its last; and the rerun (compact again, ~5 s) follows every COMPACT_RERUN-th of those
 # points, the others followed by a cheap changing command (which cleans tmp/ as every one does)
-COMPACT_STRIDE = 16
-COMPACT_RERUN = 4
+COMPACT_STRIDE = 32
+COMPACT_RERUN = 6
 
 COMMANDS = {
     "ingest": lambda s, d: ["ingest", str(d / "t2.json"), "--store", str(s), "-j", "1"],

@@ -3,7 +3,7 @@ readers running reports, all at once in several processes on one store (tests/so
 process's loop). Afterwards every run that was ingested and not removed reads back identical to a
 reference ingest of its trace in a store of its own (each table's rows compared with plain DuckDB),
 no operation failed but with a narrow error about a run removed meanwhile, and the store holds no
-leftover temporary files. TRACEDUCK_SOAK_SECONDS sets how long (default 75).
+leftover temporary files. TRACEDUCK_SOAK_SECONDS sets how long (default 50).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from traceduck.store import short_id
 from conftest import SAMPLES
 
 ROOT = Path(__file__).resolve().parents[1]
-SECONDS = float(os.environ.get("TRACEDUCK_SOAK_SECONDS", "75"))
+SECONDS = float(os.environ.get("TRACEDUCK_SOAK_SECONDS", "50"))
 TABLES = ("events", "args", "shapes", "stacks", "step_windows")
 RUN_ONLY = ("name", "labels", "ingested_at", "ingest_seconds")  # columns of `runs` that label, rename and each ingest set
 ROLES = {"ingest": 2, "change": 2, "read": 2}  # processes of each role

@@ -70,6 +70,11 @@ def spark(tmp_path_factory):
                    .config("spark.sql.session.timeZone", "UTC").config("spark.sql.shuffle.partitions", "2")
                    .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
                    .config("spark.sql.warehouse.dir", str(tmp_path_factory.mktemp("warehouse")))
+                   # a few thousand rows through plans of hundreds of operators: compiling each stage's
+                   # code and re-planning between stages cost more than running them (the module's
+                   # slowest test: 303 s with both, 244 s without code generation, about 15% less again
+                   # without adaptive execution); neither changes what a query answers
+                   .config("spark.sql.codegen.wholeStage", "false").config("spark.sql.adaptive.enabled", "false")
                    .getOrCreate())
     except Exception as e:  # noqa: BLE001 - no Java, or Spark cannot start here
         _missing(f"cannot start a local Spark session ({str(e).splitlines()[0] if str(e) else type(e).__name__})")

@@ -340,11 +340,11 @@ class Database:
         several of these joined by commas, selecting the runs that match every one
         (`label:job=run42,rank:0`). A run whose whole name or id is the selection is that run, even
         with commas or pattern characters in its name."""
-        return selection.select(self.runs(), selection_)
+        return selection.select(self.runs(list(selection.COLUMNS)), selection_)
 
     def resolve_run(self, selection_: str) -> str:
         """Exactly one run id from a selection (see select_runs)."""
-        return selection.resolve(self.runs(), selection_)
+        return selection.resolve(self.runs(list(selection.COLUMNS)), selection_)
 
     def relations(self) -> list[tuple[str, str, str]]:
         """(name, kind, documentation) of every documented table and view, in load order, then of every

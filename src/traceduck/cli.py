@@ -461,7 +461,7 @@ def _is_instant(column: str) -> bool:
 
 
 def _run_starts(db) -> dict[str, int]:
-    return {r["run_id"]: r["start_ns"] for r in db.runs()}
+    return {r["run_id"]: r["start_ns"] for r in db.runs(["run_id", "start_ns"])}
 
 
 def _command_help(command: str) -> str:

@@ -18,6 +18,7 @@ from .errors import RunSelectionError, with_suggestion
 from .store import short_id
 
 LISTED = 10  # runs or labels named in an error before "and N more"
+COLUMNS = ("run_id", "name", "labels", "rank")  # what a selection reads of a run row
 _PATTERN_CHARS = ("*", "?", "[")
 
 
