@@ -188,6 +188,21 @@ def test_help_lists_every_command():
     assert all(len(line.split(None, 1)) == 2 for line in section.splitlines() if line.strip())
 
 
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_command_parsed_alone_says_what_the_whole_cli_says(command, capsys, monkeypatch):
+    """main() builds only the command it runs: its help and its usage errors read as with the whole
+    CLI built (the reference: main() with the narrowing turned off)."""
+    from traceduck import cli as module
+
+    monkeypatch.setenv("COLUMNS", "100")
+    for args in ([command, "--help"], [command, "--no-such-option"], ["--debug", command, "--store"]):
+        alone = cli(capsys, *args)
+        with monkeypatch.context() as m:
+            m.setattr(module, "_app_for", lambda _args: module.app)
+            assert cli(capsys, *args) == alone
+    assert cli(capsys, command, "--help")[1].startswith(f"Usage: traceduck {command} [OPTIONS]")
+
+
 @pytest.mark.slow  # 3 s
 def test_readme_example_query(store):
     """The README's main job: the whole-cache cast tops the list, with its call site."""

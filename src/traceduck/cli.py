@@ -6,6 +6,7 @@ DuckDB nor pyarrow.
 
 from __future__ import annotations
 
+import copy
 import os
 import re
 import sys
@@ -622,6 +623,22 @@ def export(
                   "(--no-redact keeps them).\n")
 
 
+def _app_for(args: list[str]) -> typer.Typer:
+    """The CLI with only the command that `args` name (the root's options before it), so that the
+    parser builds one command's options, not all of them; the whole CLI for `--help`, `--version`,
+    no command or a word that names none (its error lists the commands)."""
+    word = next((a for a in args if a != "--debug"), None)
+    if word is None or word.startswith("-"):
+        return app
+    named = [c for c in app.registered_commands
+             if (c.name or typer.main.get_command_name(c.callback.__name__)) == word]  # type: ignore[union-attr]
+    if not named:
+        return app
+    narrow = copy.copy(app)
+    narrow.registered_commands = named
+    return narrow
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: library errors and usage errors (a misspelled option or choice, a missing
     argument) become one line on stderr and exit code 1."""
@@ -630,7 +647,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         # standalone_mode=False: the parser raises usage errors (said here in one line) and returns
         # the exit code of --help, --version and typer.Exit instead of exiting
-        code = app(args=args, prog_name="traceduck", standalone_mode=False)
+        code = _app_for(args)(args=args, prog_name="traceduck", standalone_mode=False)
     except click_errors.NoArgsIsHelpError as e:  # `traceduck` alone: its help
         typer.echo(e.format_message())
         code = 0
