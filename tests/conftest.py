@@ -26,18 +26,6 @@ def _session_view_files():
     if _VIEW_FILES is not None:
         shutil.rmtree(_VIEW_FILES, ignore_errors=True)
 
-# The test files that take longest, longest first: they run first (pyproject.toml runs the files in
-# two worker processes, in collection order, each file in one worker), so that neither worker is
-# left with a long file at the end while the other has nothing to do.
-LONGEST_FIRST = ["test_spark.py", "test_faults.py", "test_kept.py", "test_fuzz.py", "test_job_packs.py",
-                 "test_spark_cluster.py", "test_soak.py"]
-
-
-def pytest_collection_modifyitems(items) -> None:
-    rank = {name: k for k, name in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: each file's order kept
-
-
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_TRACES = ROOT.parent / "shared" / "traces"
 SAMPLES = ROOT / "samples"
