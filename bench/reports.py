@@ -65,9 +65,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--format", default="json", choices=["json", "table", "csv"])
     ap.add_argument("--reports", nargs="*", default=REPORTS)
     args = ap.parse_args(argv)
-    for src in [args.before, None]:  # views built and pages cached for both versions first
-        subprocess.run([sys.executable, "-m", "traceduck", "runs", "--store", str(args.store)],
-                       env=env_for(src), check=True, capture_output=True)
+    # the other version reads a copy of the store: a store keeps the view file and runs snapshot of one
+    # version at a time, so two versions on one store would each rebuild them on every call after the other's
+    before_store = args.store.with_name(args.store.name + "-before")
+    if args.before:
+        shutil.rmtree(before_store, ignore_errors=True)
+        shutil.copytree(args.store, before_store)
+    for src, store in [(args.before, before_store), (None, args.store)]:  # views built and pages cached first
+        if src or store == args.store:
+            subprocess.run([sys.executable, "-m", "traceduck", "runs", "--store", str(store)],
+                           env=env_for(src), check=True, capture_output=True)
     unit = args.json_loads_s
     head = "| report | first s | second s | second / json.loads |"
     if args.before:
@@ -76,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.reports:
         cells = [f"`{name}`"]
         if args.before:
-            first, second = run_one(name, args.store, args.before, args.repeat, args.format)
+            first, second = run_one(name, before_store, args.before, args.repeat, args.format)
             cells += [f"{first[0]:.2f} ({first[1]:.0f} MB)", f"{second[0]:.2f} ({second[1]:.0f} MB)"]
         first, second = run_one(name, args.store, None, args.repeat, args.format)
         cells += [f"{first[0]:.2f} ({first[1]:.0f} MB)", f"{second[0]:.2f} ({second[1]:.0f} MB)",

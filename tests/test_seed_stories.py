@@ -190,6 +190,25 @@ def test_callers_list_the_frames_above_an_op_outermost_last(seeds):
     assert score["time_per_step_ns"] == round(sum(o["self_ns"] for o in ops if o["step"]) / 3)
 
 
+def test_callers_of_one_shape_as_a_range_or_exactly(seeds):
+    """--param dims picks the calls of one shape: dims that grow with the sequence as a range take
+    every step's calls, a call's exact dims only those calls."""
+    copies = [o for o in plain_ops(TRACES["indexer_fixed"])
+              if o["name"] == "aten::copy_" and "attn/indexer.py(16): score" in o["frames"]]
+    by_dims = Counter(o["dims"] for o in copies)
+    grown = {d: n for d, n in by_dims.items() if d.startswith("[[8, 10")}
+    assert len(grown) == 3  # one shape per step, [8, 1005, 64] to [8, 1007, 64]
+    ranged = "[[8, 1005..1007, 64], [8, 1005..1007, 64], []]"
+    for params, want in ((["op=aten::copy_", f"dims={ranged}"], sum(grown.values())),
+                         ([f"dims={ranged}"], sum(grown.values())),
+                         (["op=aten::copy_", "dims=[[8, 1006, 64], [8, 1006, 64], []]"], grown["[[8, 1006, 64], [8, 1006, 64], []]"])):
+        cols, rows = run_report(seeds, "callers", runs=["indexer_fixed"], params=params)
+        score = dict(zip(cols, next(r for r in rows if r[cols.index("frame")] == "attn/indexer.py(16): score")))
+        assert score["calls"] == want, params
+        assert score["time_ns"] == sum(o["self_ns"] for o in copies if o["dims"] in grown
+                                       and (want == sum(grown.values()) or o["dims"].startswith("[[8, 1006"))), params
+
+
 def test_callees_list_the_ops_and_shapes_under_a_frame(seeds):
     ops = [o for o in plain_ops(TRACES["indexer_fixed"]) if "attn/indexer.py(16): score" in o["frames"]]
     expected = Counter()

@@ -394,7 +394,8 @@ def test_ordered_lists_come_in_duckdbs_order(spark, db, views):
 @pytest.mark.slow
 def test_duckdb_only_constructs_rewritten_for_spark_give_duckdbs_values(spark):
     """formatReadableDecimalSize as a CASE, UNION BY NAME aligned by name, list_position, the 1-based
-    index of a lambda and len() of a list: the translation run by Spark gives what DuckDB gives."""
+    index of a lambda and len() of a list, a list put in another's order, the subquery of a tuple IN:
+    the translation run by Spark gives what DuckDB gives."""
     import duckdb
 
     from traceduck.spark import to_spark_sql
@@ -425,6 +426,12 @@ def test_duckdb_only_constructs_rewritten_for_spark_give_duckdbs_values(spark):
         "SELECT g, string_agg(DISTINCT v, ', ' ORDER BY v) AS vs, count(DISTINCT v) AS n FROM (VALUES (1, 'b'),"
         " (1, 'a'), (1, 'b'), (2, NULL)) t(g, v) GROUP BY g ORDER BY g",
         "SELECT p.e.v AS v, p.e.k AS k FROM (SELECT arg_min(r, r.k) AS e FROM (VALUES (2, 'b'), (1, 'a'), (3, 'c')) r(k, v)) p",
+        # a list put in the order of another (op_inputs): a NULL keeps its place (Spark's collect_list drops NULLs)
+        "SELECT g, list_select(list(v), list_grade_up(list(k))) AS vs FROM (VALUES (1, 'b', 2), (1, NULL, 1), (1, 'a', 0),"
+        " (2, 'z', 5)) t(g, v, k) GROUP BY g ORDER BY g",
+        # the subquery of a tuple IN is translated too (its list index counts from 1)
+        "SELECT x FROM (VALUES (1, 2), (3, 4), (2, 1)) t(x, y) WHERE (x, y) IN (SELECT (l[1], l[2]) FROM (VALUES ([1, 2]),"
+        " ([5, 6])) u(l)) ORDER BY x",
     ]
     con = duckdb.connect()
     for q in queries:

@@ -1,5 +1,16 @@
 -- requires: stacks, cpu, copies
 
+-- The bytes of each op's tensor inputs (elements times element size; TensorList members not
+-- counted), for the ops with these names only (NULL: every op); ops without shapes have no row.
+-- @arg names VARCHAR[] Names of the ops to read (NULL: every op).
+-- @columns-as cpu_ops: run_id, event_id
+-- @column input_bytes BIGINT Bytes of its tensor inputs.
+CREATE OR REPLACE MACRO op_input_bytes_named(names) AS TABLE
+SELECT run_id, event_id, sum(bytes)::BIGINT AS input_bytes FROM shapes
+WHERE member_index IS NULL
+  AND (names IS NULL OR (run_id, event_id) IN (SELECT (run_id, event_id) FROM cpu_ops WHERE list_contains(names, name)))
+GROUP BY ALL;
+
 -- `op_calls` of the ops with these names only (NULL: every op): overview's findings read the
 -- calls of the ops they name.
 -- @arg names VARCHAR[] Names of the ops to read (NULL: every op).
@@ -11,13 +22,6 @@
 -- @column dtypes_text VARCHAR A copy's or cast's 'source -> destination' dtype (`tensor_copies`), else the distinct dtypes of its tensor inputs in input order, joined by ', '.
 -- @column input_bytes BIGINT Bytes of its tensor inputs (elements times element size); NULL without shapes.
 CREATE OR REPLACE MACRO op_calls_named(names) AS TABLE
-WITH sizes AS (
-  -- the bytes of each op's tensor inputs
-  SELECT run_id, event_id, sum(bytes)::BIGINT AS input_bytes FROM shapes
-  WHERE member_index IS NULL
-    AND (names IS NULL OR (run_id, event_id) IN (SELECT (run_id, event_id) FROM cpu_ops WHERE list_contains(names, name)))
-  GROUP BY ALL
-)
 SELECT o.run_id, o.event_id, o.name, o.step, o.self_dur_ns, o.dur_ns, o.stack_id, o.call_site,
        cc.caller, cc.caller_chain, s.dims_text, s.input_dims::VARCHAR AS exact_dims_text,
        coalesce(t.src_dtype || ' -> ' || t.dst_dtype,
@@ -27,7 +31,7 @@ SELECT o.run_id, o.event_id, o.name, o.step, o.self_dur_ns, o.dur_ns, o.stack_id
 FROM cpu_ops o
 LEFT JOIN call_chains cc ON cc.run_id = o.run_id AND cc.stack_id = o.stack_id
 LEFT JOIN op_shapes_named(names) s ON s.run_id = o.run_id AND s.event_id = o.event_id
-LEFT JOIN sizes z ON z.run_id = o.run_id AND z.event_id = o.event_id
+LEFT JOIN op_input_bytes_named(names) z ON z.run_id = o.run_id AND z.event_id = o.event_id
 LEFT JOIN tensor_copies t ON t.run_id = o.run_id AND t.event_id = o.event_id
 WHERE names IS NULL OR list_contains(names, o.name);
 

@@ -85,14 +85,16 @@ WITH RECURSIVE calls AS MATERIALIZED (
   FROM calls c LEFT JOIN inputs i USING (run_id, event_id)
   LEFT JOIN (SELECT DISTINCT scalar_type, torch_name, elem_bytes FROM dtypes WHERE scalar_type IS NOT NULL) code
        ON code.scalar_type = i.dtype_code
+), links AS MATERIALIZED (
+  -- (copy op, the copy op it is directly nested in)
+  SELECT i.run_id, i.parent_op_id AS outer_id, i.event_id AS inner_id
+  FROM ops i JOIN ops p ON p.run_id = i.run_id AND p.event_id = i.parent_op_id
 ), inside(run_id, outer_id, inner_id) AS (
   -- (op, copy op nested in it) through chains of copy ops: to -> _to_copy -> copy_
-  SELECT i.run_id, i.parent_op_id, i.event_id
-  FROM ops i JOIN ops p ON p.run_id = i.run_id AND p.event_id = i.parent_op_id
+  SELECT run_id, outer_id, inner_id FROM links
   UNION ALL
-  SELECT x.run_id, p.parent_op_id, x.inner_id
-  FROM inside x JOIN ops p ON p.run_id = x.run_id AND p.event_id = x.outer_id
-  JOIN ops pp ON pp.run_id = p.run_id AND pp.event_id = p.parent_op_id
+  SELECT x.run_id, l.outer_id, x.inner_id
+  FROM inside x JOIN links l ON l.run_id = x.run_id AND l.inner_id = x.outer_id
 ), real_inside AS (
   -- real copies (always_copies) inside each op, and which of them are innermost
   SELECT x.run_id, x.outer_id, x.inner_id,

@@ -415,13 +415,14 @@ WITH RECURSIVE op_formulas AS MATERIALIZED (
     GROUP BY name
   ) s
 ), shaped_ops AS MATERIALIZED (
-  -- the ops with a formula that recorded shapes, and their inputs in order (list_sort on the position:
-  -- no ordered aggregate); the other ops' inputs are read only where asked for (the last SELECT)
+  -- the ops with a formula that recorded shapes, and their inputs in order (put in the order of their
+  -- positions by list_grade_up, as op_inputs); the other ops' inputs are read only where asked for (the last SELECT)
   SELECT o.run_id, o.event_id, any_value(o.name) AS name, any_value(o.parent_op_id) AS parent_op_id,
          any_value(o.call_site) AS call_site, any_value(o.step) AS step, any_value(o.category) AS category,
          any_value(o.model) AS model,
-         list_sort(list({'i': s.input_index, 'dims': s.dims, 'dtype': s.dtype, 'numel': s.numel::HUGEINT,
-                         'eb': s.elem_bytes, 'bytes': s.bytes::HUGEINT, 'c': s.concrete}), 'ASC', 'NULLS LAST') AS ins,
+         list_select(list({'i': s.input_index, 'dims': s.dims, 'dtype': s.dtype, 'numel': s.numel::HUGEINT,
+                           'eb': s.elem_bytes, 'bytes': s.bytes::HUGEINT, 'c': s.concrete}),
+                     list_grade_up(list(s.input_index))) AS ins,
          ins[1].dtype AS first_dtype,  -- the op's dtype where its formula gives none
          sum(s.bytes)::HUGEINT AS in_bytes
   FROM op_formulas o JOIN shapes s ON s.run_id = o.run_id AND s.event_id = o.event_id AND s.member_index IS NULL

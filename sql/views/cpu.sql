@@ -46,8 +46,8 @@ CREATE OR REPLACE MACRO op_inputs_named(names) AS TABLE
 SELECT run_id, event_id, input_dims, input_dims::VARCHAR AS input_dims_text, input_dtypes
 FROM (
   SELECT run_id, event_id,
-         list_transform(list_sort(list({'i': input_index, 'd': dims}), 'ASC', 'NULLS LAST'), lambda x: x.d) AS input_dims,
-         list_transform(list_sort(list({'i': input_index, 't': dtype}), 'ASC', 'NULLS LAST'), lambda x: x.t) AS input_dtypes
+         list_select(list(dims), list_grade_up(list(input_index))) AS input_dims,
+         list_select(list(dtype), list_grade_up(list(input_index))) AS input_dtypes
   FROM shapes
   WHERE member_index IS NULL
     AND (names IS NULL OR (run_id, event_id) IN (SELECT (run_id, event_id) FROM cpu_ops WHERE list_contains(names, name)))
@@ -56,9 +56,9 @@ FROM (
 
 -- The inputs of each op that recorded shapes (profiled with record_shapes=True), in order: one row
 -- per op, the dims and dtypes of its `shapes` rows as lists. TensorList inputs are not in the lists
--- (`shapes` holds them as one row per member, with member_index). Built with list_sort on the
--- input's position rather than an ordered aggregate (3x faster over a run's ops); a column not
--- selected is not computed. `op_inputs_named` reads the ops of some names only.
+-- (`shapes` holds them as one row per member, with member_index). Built as lists in any order put
+-- in input order by list_grade_up of the inputs' positions: over a run's ops, about twice as fast
+-- as an ordered aggregate or a sorted list of structs; a column not selected is not computed. `op_inputs_named` reads the ops of some names only.
 -- @columns-as op_inputs_named: run_id, event_id, input_dims, input_dims_text, input_dtypes
 CREATE OR REPLACE VIEW op_inputs AS
 SELECT * FROM op_inputs_named(NULL::VARCHAR[]);
@@ -126,24 +126,28 @@ WITH ops AS (
         FROM positions GROUP BY ALL HAVING min(value) < max(value))
   GROUP BY ALL
 ), widened AS (
-  SELECT o.run_id, o.event_id, o.input_dims, o.input_dtypes, v.ranges,
-         list_transform(range(1, array_length(o.input_dims) + 1), lambda in_at:
-           CASE WHEN list_extract(o.input_dims, in_at) IS NOT NULL THEN list_transform(range(1, array_length(list_extract(o.input_dims, in_at)) + 1), lambda d_at:
-             coalesce(v.ranges[in_at * 1000000 + d_at].lo, list_extract(list_extract(o.input_dims, in_at), d_at))) END) AS lo,
-         list_transform(range(1, array_length(o.input_dims) + 1), lambda in_at:
-           CASE WHEN list_extract(o.input_dims, in_at) IS NOT NULL THEN list_transform(range(1, array_length(list_extract(o.input_dims, in_at)) + 1), lambda d_at:
-             coalesce(v.ranges[in_at * 1000000 + d_at].hi, list_extract(list_extract(o.input_dims, in_at), d_at))) END) AS hi
-  FROM ops o
-  JOIN step_shapes s ON s.run_id = o.run_id AND s.shape_group = o.shape_group AND s.step IS NOT DISTINCT FROM o.step
-                    AND s.input_dims = o.input_dims
-  LEFT JOIN varying v ON v.run_id = o.run_id AND v.shape_group = o.shape_group AND v.lineage = s.lineage
+  -- each shape that changes from step to step, its varying dims widened to their ranges (the
+  -- other shapes, most of them, keep their dims): computed once per shape of a step, not per op
+  SELECT *, inputs_range_text(lo, hi) AS text
+  FROM (
+    SELECT s.run_id, s.shape_group, s.step, s.input_dims,
+           list_transform(range(1, array_length(s.input_dims) + 1), lambda in_at:
+             CASE WHEN list_extract(s.input_dims, in_at) IS NOT NULL THEN list_transform(range(1, array_length(list_extract(s.input_dims, in_at)) + 1), lambda d_at:
+               coalesce(v.ranges[in_at * 1000000 + d_at].lo, list_extract(list_extract(s.input_dims, in_at), d_at))) END) AS lo,
+           list_transform(range(1, array_length(s.input_dims) + 1), lambda in_at:
+             CASE WHEN list_extract(s.input_dims, in_at) IS NOT NULL THEN list_transform(range(1, array_length(list_extract(s.input_dims, in_at)) + 1), lambda d_at:
+               coalesce(v.ranges[in_at * 1000000 + d_at].hi, list_extract(list_extract(s.input_dims, in_at), d_at))) END) AS hi
+    FROM step_shapes s JOIN varying v USING (run_id, shape_group, lineage)
+  )
 )
-SELECT run_id, event_id, input_dims, input_dtypes,
-       CASE WHEN ranges IS NULL THEN input_dims ELSE lo END AS dims_lo,
-       CASE WHEN ranges IS NULL THEN input_dims ELSE hi END AS dims_hi,
-       CASE WHEN ranges IS NULL THEN input_dims::VARCHAR ELSE inputs_range_text(lo, hi) END AS dims_text,
-       ranges IS NOT NULL AS has_range
-FROM widened;
+SELECT o.run_id, o.event_id, o.input_dims, o.input_dtypes,
+       coalesce(w.lo, o.input_dims) AS dims_lo,
+       coalesce(w.hi, o.input_dims) AS dims_hi,
+       coalesce(w.text, o.input_dims::VARCHAR) AS dims_text,
+       w.lo IS NOT NULL AS has_range
+FROM ops o
+LEFT JOIN widened w ON w.run_id = o.run_id AND w.shape_group = o.shape_group AND w.step IS NOT DISTINCT FROM o.step
+                   AND w.input_dims = o.input_dims;
 
 -- Each op's input dims with the dims that grow with the sequence as ranges. In a decode loop a dim
 -- of an op's inputs often grows by one each step ([1005, 8, 128], [1006, 8, 128], ...). Ops of one

@@ -351,6 +351,16 @@ def _spark_fixes(tree, where: str):
         if isinstance(node, (exp.ArgMax, exp.ArgMin)) and isinstance(node.expression, exp.Tuple):
             node.set("expression", exp.Anonymous(this="STRUCT", expressions=[e.copy() for e in node.expression.expressions]))
             return node
+        # list_select(list(x), list_grade_up(list(k))): the x in the order of their k, as list(x ORDER BY k)
+        # (Spark's COLLECT_LIST drops NULLs, so the two lists could not be zipped)
+        if isinstance(node, exp.Anonymous) and node.name.lower() == "list_select" and len(node.expressions) == 2:
+            values, order = node.expressions
+            if isinstance(values, exp.ArrayAgg) and not isinstance(values.this, exp.Order) \
+                    and isinstance(order, exp.Anonymous) and order.name.lower() == "list_grade_up" \
+                    and len(order.expressions) == 1 and isinstance(order.expressions[0], exp.ArrayAgg) \
+                    and not isinstance(order.expressions[0].this, exp.Order):
+                key = exp.Ordered(this=order.expressions[0].this.transform(fix), nulls_first=False)
+                return _ordered_list(exp.ArrayAgg(this=exp.Order(this=values.this.transform(fix), expressions=[key])), None)
         # list_extract(l, i): the i-th element counting from 1, NULL out of range (l[i] in Spark counts from 0)
         if isinstance(node, exp.Anonymous) and node.name.lower() == "list_extract":
             def element_at(n):
@@ -499,7 +509,7 @@ def _spark_fixes(tree, where: str):
         if isinstance(node, exp.In) and isinstance(node.this, exp.Tuple) and isinstance(node.args.get("query"), exp.Subquery) \
                 and isinstance(node.args["query"].this, exp.Select) and len(node.args["query"].this.expressions) == 1 \
                 and isinstance(node.args["query"].this.expressions[0], exp.Tuple):
-            return _tuple_in(node)
+            return _tuple_in(node).transform(fix)  # a new node: its subquery is translated too
         if isinstance(node, exp.Join) and str(node.args.get("method") or "").upper() == "ASOF":
             return _asof_join(node, where)
         if isinstance(node, exp.Join) and str(node.args.get("method") or "").upper() == "POSITIONAL":
